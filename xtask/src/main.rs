@@ -1,1 +1,2 @@
+mod ts_facts;
 fn main() {}
