@@ -486,7 +486,8 @@ pub fn parse_file(src: &str) -> Result<Vec<Alias>, String> {
     Parser::new(src)?.file()
 }
 
-/// Parses a single type expression (used by tests).
+/// Parses a single type expression.
+#[cfg(test)]
 pub fn parse_type(src: &str) -> Result<Ty, String> {
     let mut p = Parser::new(src)?;
     let ty = p.ty()?;
