@@ -1,0 +1,447 @@
+//! Type model → Rust source (quote → syn → prettyplease).
+
+use crate::model::{Body, Field, Kind, Model, Repr, Ty, TypeDef};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+use std::collections::HashSet;
+
+fn ident(s: &str) -> Ident {
+    Ident::new(s, Span::call_site())
+}
+
+const KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
+    "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
+    "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
+    "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+];
+
+fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_matches('_').to_string();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("f_{out}")
+    } else if KEYWORDS.contains(&out.as_str()) {
+        format!("{out}_")
+    } else {
+        out
+    }
+}
+
+struct Emitter<'a> {
+    m: &'a Model,
+}
+
+impl Emitter<'_> {
+    /// The Rust type; named types are boxed outside collections (recursive types need it).
+    fn rust_ty(&self, t: &Ty, boxed: bool) -> TokenStream {
+        match t {
+            Ty::Str => quote!(String),
+            Ty::Path => quote!(std::path::PathBuf),
+            Ty::Bool => quote!(bool),
+            Ty::Int(k) | Ty::Float(k) => {
+                let k = ident(k);
+                quote!(#k)
+            }
+            Ty::Value => quote!(serde_json::Value),
+            Ty::Unit => quote!(()),
+            Ty::Vec(i) => {
+                let i = self.rust_ty(i, false);
+                quote!(Vec<#i>)
+            }
+            Ty::Map(i) => {
+                let i = self.rust_ty(i, false);
+                quote!(std::collections::HashMap<String, #i>)
+            }
+            Ty::Opt(i) => {
+                let i = self.rust_ty(i, boxed);
+                quote!(Option<#i>)
+            }
+            Ty::Named(n) => {
+                let id = ident(&self.m.types[*n].ident);
+                if boxed {
+                    quote!(Box<#id>)
+                } else {
+                    quote!(#id)
+                }
+            }
+            Ty::Custom(c) => {
+                let id = ident(c);
+                quote!(crate::custom::#id)
+            }
+            Ty::Tuple(ts) => {
+                let ts: Vec<_> = ts.iter().map(|t| self.rust_ty(t, boxed)).collect();
+                quote!((#(#ts,)*))
+            }
+        }
+    }
+
+    /// The type named in `Track` calls (no boxes: tracking is by type only).
+    fn track_ty(&self, t: &Ty) -> TokenStream {
+        self.rust_ty(t, false)
+    }
+
+    fn fields(&self, fields: &[Field]) -> Vec<TokenStream> {
+        self.fields_vis(fields, true)
+    }
+
+    fn fields_vis(&self, fields: &[Field], public: bool) -> Vec<TokenStream> {
+        let vis = if public { quote!(pub) } else { quote!() };
+        let mut used = HashSet::new();
+        fields
+            .iter()
+            .map(|f| {
+                let mut name = snake(&f.json);
+                while !used.insert(name.clone()) {
+                    name.push('_');
+                }
+                let id = format_ident!("{}", name);
+                let ty = self.rust_ty(&f.ty, true);
+                let json = &f.json;
+                if f.flatten {
+                    quote!(#[serde(flatten)] #vis #id: #ty)
+                } else if f.default {
+                    quote!(#[serde(rename = #json, default)] #vis #id: crate::custom::Dflt<#ty>)
+                } else {
+                    quote!(#[serde(rename = #json)] #vis #id: #ty)
+                }
+            })
+            .collect()
+    }
+
+    /// Body of `Track::flat`: claim this field set's keys in `m`, track their values.
+    fn claim_fields(&self, fields: &[Field]) -> TokenStream {
+        let arms: Vec<TokenStream> = fields
+            .iter()
+            .filter(|f| !f.flatten)
+            .map(|f| {
+                let json = &f.json;
+                let ty = self.track_ty(&f.ty);
+                quote!(#json => { taken[i] = true; p.key(k); <#ty as Track>::track(v, p, out); p.pop(); })
+            })
+            .collect();
+        let flats: Vec<TokenStream> = fields
+            .iter()
+            .filter(|f| f.flatten)
+            .map(|f| {
+                let ty = self.track_ty(&f.ty);
+                quote!(<#ty as Track>::flat(m, p, out, taken);)
+            })
+            .collect();
+        let walk = if arms.is_empty() {
+            quote!()
+        } else {
+            quote! {
+                for (i, (k, v)) in m.iter().enumerate() {
+                    if taken[i] { continue; }
+                    match k.as_str() { #(#arms)* _ => {} }
+                }
+            }
+        };
+        quote! { #walk #(#flats)* }
+    }
+
+    /// Body of `Track::track` for an object with this field set.
+    fn track_fields(&self, fields: &[Field]) -> TokenStream {
+        let positional: Vec<TokenStream> = fields
+            .iter()
+            .filter(|f| !f.flatten)
+            .enumerate()
+            .map(|(n, f)| {
+                let ty = self.track_ty(&f.ty);
+                quote!(if let Some(v) = a.get(#n) { p.index(#n); <#ty as Track>::track(v, p, out); p.pop(); })
+            })
+            .collect();
+        if fields.iter().any(|f| f.flatten) {
+            let claim = self.claim_fields(fields);
+            return quote! {
+                match v {
+                    serde_json::Value::Object(m) => {
+                        let mut taken = vec![false; m.len()];
+                        {
+                            let taken = &mut taken;
+                            #claim
+                        }
+                        report_untaken(m, &taken, p, out);
+                    }
+                    _ => {}
+                }
+            };
+        }
+        let arms: Vec<TokenStream> = fields
+            .iter()
+            .map(|f| {
+                let json = &f.json;
+                let ty = self.track_ty(&f.ty);
+                quote!(#json => { p.key(k); <#ty as Track>::track(v, p, out); p.pop(); })
+            })
+            .collect();
+        quote! {
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        match k.as_str() {
+                            #(#arms)*
+                            _ => out.push(p.child(k)),
+                        }
+                    }
+                }
+                serde_json::Value::Array(a) => { #(#positional)* }
+                _ => {}
+            }
+        }
+    }
+
+    fn emit_type(&self, t: &TypeDef) -> TokenStream {
+        let name = ident(&t.ident);
+        match &t.kind {
+            Kind::Alias(ty) => {
+                let ty = self.rust_ty(ty, false);
+                quote!(pub type #name = #ty;)
+            }
+            Kind::Struct { fields, deny } => {
+                let fs = self.fields(fields);
+                let deny = deny.then(|| quote!(#[serde(deny_unknown_fields)]));
+                let track = self.track_fields(fields);
+                let claim = self.claim_fields(fields);
+                quote! {
+                    #[derive(Debug, Deserialize)]
+                    #deny
+                    pub struct #name { #(#fs,)* }
+                    impl Track for #name {
+                        fn track(v: &serde_json::Value, p: &mut JsonPath, out: &mut Vec<String>) { #track }
+                        fn flat(m: &serde_json::Map<String, serde_json::Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) { #claim }
+                    }
+                }
+            }
+            Kind::Enum { repr, variants } => self.emit_enum(&name, repr, variants),
+        }
+    }
+
+    fn emit_enum(
+        &self,
+        name: &Ident,
+        repr: &Repr,
+        variants: &[crate::model::Variant],
+    ) -> TokenStream {
+        let all_deny = variants
+            .iter()
+            .filter(|v| matches!(v.body, Body::Struct { .. }))
+            .all(|v| matches!(v.body, Body::Struct { deny: true, .. }))
+            && variants
+                .iter()
+                .any(|v| matches!(v.body, Body::Struct { .. }));
+        let mut extra_items = Vec::new();
+        let mut vs = Vec::new();
+        let mut track_arms = Vec::new();
+        let mut flat_arms = Vec::new();
+        let mut untagged_tries = Vec::new();
+        let mut untagged_flat = Vec::new();
+        for v in variants {
+            let vid = ident(&v.ident);
+            let json = &v.json;
+            let rename = if matches!(repr, Repr::Untagged) {
+                quote!()
+            } else {
+                quote!(#[serde(rename = #json)])
+            };
+            match &v.body {
+                Body::Unit => {
+                    vs.push(quote!(#rename #vid));
+                    track_arms.push(quote!(#json => {}));
+                    flat_arms.push(quote!(#json => {}));
+                }
+                Body::Newtype(ty) => {
+                    let rty = self.rust_ty(ty, true);
+                    let tty = self.track_ty(ty);
+                    vs.push(quote!(#rename #vid(#rty)));
+                    match repr {
+                        Repr::Untagged => {
+                            untagged_tries.push(quote! {
+                                if <#tty as serde::Deserialize>::deserialize(v).is_ok() {
+                                    return <#tty as Track>::track(v, p, out);
+                                }
+                            });
+                            untagged_flat.push(quote! {
+                                if <#tty as serde::Deserialize>::deserialize(&rest).is_ok() {
+                                    return <#tty as Track>::flat(m, p, out, taken);
+                                }
+                            });
+                        }
+                        Repr::External => {
+                            track_arms.push(quote!(#json => <#tty as Track>::track(inner, p, out)));
+                        }
+                        Repr::Internal(_) => {
+                            track_arms
+                                .push(quote!(#json => <#tty as Track>::flat(m, p, out, taken)));
+                            flat_arms
+                                .push(quote!(#json => <#tty as Track>::flat(m, p, out, taken)));
+                        }
+                    }
+                }
+                Body::Struct { fields, deny } => {
+                    if *deny && !all_deny {
+                        // serde has no per-variant deny_unknown_fields: a newtype around a struct.
+                        let inner = format_ident!("{}{}", name, v.ident);
+                        let item = self.emit_type(&TypeDef {
+                            ident: inner.to_string(),
+                            kind: Kind::Struct {
+                                fields: fields.clone(),
+                                deny: true,
+                            },
+                        });
+                        extra_items.push(item);
+                        vs.push(quote!(#rename #vid(#inner)));
+                        match repr {
+                            Repr::External => track_arms
+                                .push(quote!(#json => <#inner as Track>::track(inner, p, out))),
+                            _ => {
+                                track_arms.push(
+                                    quote!(#json => <#inner as Track>::flat(m, p, out, taken)),
+                                );
+                                flat_arms.push(
+                                    quote!(#json => <#inner as Track>::flat(m, p, out, taken)),
+                                );
+                            }
+                        }
+                        continue;
+                    }
+                    let fs = self.fields_vis(fields, false);
+                    vs.push(quote!(#rename #vid { #(#fs,)* }));
+                    let claim = self.claim_fields(fields);
+                    match repr {
+                        Repr::External => {
+                            let track = self.track_fields(fields);
+                            track_arms.push(quote!(#json => { let v = inner; #track }));
+                        }
+                        _ => {
+                            track_arms.push(quote!(#json => { #claim }));
+                            flat_arms.push(quote!(#json => { #claim }));
+                        }
+                    }
+                }
+            }
+        }
+        let deny_attr = all_deny.then(|| quote!(#[serde(deny_unknown_fields)]));
+        let (attr, track, flat) = match repr {
+            Repr::Untagged => (
+                quote!(#[serde(untagged)]),
+                quote! { #(#untagged_tries)* },
+                quote! {
+                    let rest: serde_json::Value = serde_json::Value::Object(
+                        m.iter().enumerate().filter(|(i, _)| !taken[*i]).map(|(_, (k, v))| (k.clone(), v.clone())).collect(),
+                    );
+                    #(#untagged_flat)*
+                },
+            ),
+            Repr::External => (
+                quote!(),
+                quote! {
+                    if let serde_json::Value::Object(m) = v {
+                        if m.len() == 1 {
+                            let (k, inner) = m.iter().next().unwrap();
+                            p.key(k);
+                            match k.as_str() { #(#track_arms,)* _ => {} }
+                            p.pop();
+                        }
+                    }
+                },
+                quote!(let _ = (m, p, out, taken);),
+            ),
+            Repr::Internal(tag) => (
+                quote!(#[serde(tag = #tag)]),
+                quote! {
+                    if let serde_json::Value::Object(m) = v {
+                        let mut taken = vec![false; m.len()];
+                        {
+                            let taken = &mut taken;
+                            Self::flat(m, p, out, taken);
+                        }
+                        report_untaken(m, &taken, p, out);
+                    }
+                },
+                quote! {
+                    let Some((i, (_, tv))) = m.iter().enumerate().find(|(_, (k, _))| k.as_str() == #tag) else { return };
+                    taken[i] = true;
+                    let Some(tag) = tv.as_str() else { return };
+                    match tag { #(#flat_arms,)* _ => {} }
+                },
+            ),
+        };
+        quote! {
+            #[derive(Debug, Deserialize)]
+            #attr
+            #deny_attr
+            pub enum #name { #(#vs,)* }
+            impl Track for #name {
+                #[allow(unused_variables)]
+                fn track(v: &serde_json::Value, p: &mut JsonPath, out: &mut Vec<String>) { #track }
+                #[allow(unused_variables)]
+                fn flat(m: &serde_json::Map<String, serde_json::Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) { #flat }
+            }
+            #(#extra_items)*
+        }
+    }
+}
+
+pub fn emit(m: &Model) -> String {
+    let e = Emitter { m };
+    let items: Vec<TokenStream> = m.types.iter().map(|t| e.emit_type(t)).collect();
+    let methods = &m.client_methods;
+    let resp_arms: Vec<TokenStream> = m
+        .server_responses
+        .iter()
+        .map(|(method, t)| {
+            let ty = ident(&m.types[*t].ident);
+            quote!(#method => Some(check::<#ty>(v)))
+        })
+        .collect();
+    let resp_methods: Vec<&String> = m.server_responses.iter().map(|(s, _)| s).collect();
+    let exp_methods = &m.experimental_methods;
+    let exp_fields: Vec<TokenStream> = m
+        .experimental_fields
+        .iter()
+        .map(|(method, fs)| quote!((#method, &[#(#fs),*])))
+        .collect();
+    let file = quote! {
+        /// Client request methods, in the real server's declaration order.
+        pub const CLIENT_METHODS: &[&str] = &[#(#methods),*];
+        /// Client request methods that need the `experimentalApi` capability.
+        pub const EXPERIMENTAL_METHODS: &[&str] = &[#(#exp_methods),*];
+        /// Per method, the params fields that need the `experimentalApi` capability.
+        pub const EXPERIMENTAL_FIELDS: &[(&str, &[&str])] = &[#(#exp_fields),*];
+        /// Server→client request methods whose response type is known.
+        pub const SERVER_REQUEST_METHODS: &[&str] = &[#(#resp_methods),*];
+
+        /// Checks a client's `result` for a server request of `method`: the ignored paths, or
+        /// the deserialization error. `None` for an unknown method.
+        pub fn check_response(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
+            fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value) -> Result<Vec<String>, String> {
+                T::deserialize(v).map_err(|e| e.to_string())?;
+                let mut p = JsonPath::root();
+                p.key("result");
+                let mut out = Vec::new();
+                T::track(v, &mut p, &mut out);
+                Ok(out)
+            }
+            match method { #(#resp_arms,)* _ => None }
+        }
+        #(#items)*
+    };
+    let parsed: syn::File =
+        syn::parse2(file).unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
+    prettyplease::unparse(&parsed)
+}

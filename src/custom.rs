@@ -1,0 +1,71 @@
+//! Hand-written deserializers the real server uses where the schema shows a plain type.
+//! Each message is probed from the binary (see `schema/facts/`), and the corpus checks it.
+
+use crate::track::{JsonPath, Track};
+use serde::de::{Deserialize, Deserializer, Error};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// An absolute path: deserialized like `PathBuf`, then rejected when relative.
+#[derive(Debug)]
+pub struct AbsolutePathBuf(pub PathBuf);
+
+impl<'de> Deserialize<'de> for AbsolutePathBuf {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let p = PathBuf::deserialize(d)?;
+        if p.is_absolute() {
+            Ok(AbsolutePathBuf(p))
+        } else {
+            Err(D::Error::custom(
+                "AbsolutePathBuf deserialized without a base path",
+            ))
+        }
+    }
+}
+
+/// A string that must not be empty (reasoning effort names).
+#[derive(Debug)]
+pub struct ReasoningEffort(pub String);
+
+impl<'de> Deserialize<'de> for ReasoningEffort {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            Err(D::Error::custom("reasoning_effort must not be empty"))
+        } else {
+            Ok(ReasoningEffort(s))
+        }
+    }
+}
+
+macro_rules! leaf {
+    ($($t:ty),*) => {$(
+        impl Track for $t {
+            fn track(_: &Value, _: &mut JsonPath, _: &mut Vec<String>) {}
+        }
+    )*};
+}
+leaf!(AbsolutePathBuf, ReasoningEffort);
+
+/// A `#[serde(default)]` field: deserialized exactly as `T`, absent without needing
+/// `T: Default` (the real types' defaults are values we never need, only the absence rule).
+#[derive(Debug)]
+pub struct Dflt<T>(pub Option<T>);
+
+impl<T> Default for Dflt<T> {
+    fn default() -> Self {
+        Dflt(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Dflt<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(|t| Dflt(Some(t)))
+    }
+}
+
+impl<T: Track> Track for Dflt<T> {
+    fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+        T::track(v, p, out)
+    }
+}

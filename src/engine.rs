@@ -1,0 +1,303 @@
+//! The engine: one client line in, the real server's verdict out. Pure: no I/O, no clocks.
+//!
+//! Order of checks, as the real server applies them: framing (UTF-8, JSON, the untagged
+//! `JSONRPCMessage` variants in order) → deserialize into `ClientRequest` → `Already
+//! initialized` / `Not initialized` → experimental gating.
+
+use crate::protocol::{self, ClientNotification, ClientRequest, JSONRPCMessage};
+use crate::track::{JsonPath, Track};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// JSON-RPC error code the real server uses for every protocol error.
+pub const INVALID_REQUEST: i64 = -32600;
+
+/// How the line was classified, like the real transport does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+    Error,
+    Unparsed,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Request => "request",
+            Kind::Notification => "notification",
+            Kind::Response => "response",
+            Kind::Error => "error",
+            Kind::Unparsed => "unparsed",
+        }
+    }
+}
+
+/// What the real server does with the line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Passed every protocol check: the handler runs (and answers with a result or its own error).
+    Accepted,
+    /// The server answers with this protocol error.
+    Reply(ErrorReply),
+    /// The server says nothing.
+    NoReply,
+    /// The server closes the connection.
+    Close,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorReply {
+    pub code: i64,
+    pub message: String,
+    /// The request id, as the server echoes it (a JSON string or integer).
+    pub id: Value,
+}
+
+impl ErrorReply {
+    /// The exact line the real server writes (without the trailing newline).
+    pub fn line(&self) -> String {
+        format!(
+            "{{\"error\":{{\"code\":{},\"message\":{}}},\"id\":{}}}",
+            self.code,
+            serde_json::to_string(&self.message).unwrap_or_default(),
+            self.id
+        )
+    }
+
+    /// The reply as a JSON object, `{"code":…,"message":…}` only.
+    pub fn error_object(&self) -> Value {
+        serde_json::json!({"code": self.code, "message": self.message})
+    }
+}
+
+/// The engine's verdict on one line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub kind: Kind,
+    pub id: Option<Value>,
+    pub method: Option<String>,
+    pub outcome: Outcome,
+    /// Paths of keys the real server drops (`$.params.input[0].extra`).
+    pub ignored: Vec<String>,
+    /// For a client response: the server request method it answers, when known.
+    pub reply_to: Option<String>,
+    /// A client response that does not deserialize into its type: the server logs it and
+    /// treats it as a failure, and the client never hears of it.
+    pub violation: Option<String>,
+}
+
+impl Verdict {
+    fn new(kind: Kind, outcome: Outcome) -> Self {
+        Verdict {
+            kind,
+            id: None,
+            method: None,
+            outcome,
+            ignored: Vec::new(),
+            reply_to: None,
+            violation: None,
+        }
+    }
+
+    pub fn error(&self) -> Option<&ErrorReply> {
+        match &self.outcome {
+            Outcome::Reply(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Anything a client author should hear about: an error reply, a violation, ignored keys.
+    pub fn is_clean(&self) -> bool {
+        self.error().is_none() && self.violation.is_none() && self.ignored.is_empty()
+    }
+}
+
+/// The state the real server keeps per connection.
+#[derive(Debug, Default)]
+pub struct Session {
+    initialized: bool,
+    experimental: bool,
+    /// Server→client requests awaiting the client's response: id (as JSON text) → method.
+    pending: HashMap<String, String>,
+}
+
+impl Session {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn initialized(&self) -> bool {
+        self.initialized
+    }
+
+    pub fn experimental_api(&self) -> bool {
+        self.experimental
+    }
+
+    /// Records that the server sent request `id` of `method`: the client's response to it is
+    /// then checked against that method's response type.
+    pub fn expect_response(&mut self, id: &Value, method: &str) {
+        self.pending.insert(id.to_string(), method.to_string());
+    }
+
+    /// One line from the client, without its newline.
+    pub fn feed(&mut self, line: &[u8]) -> Verdict {
+        let Ok(text) = std::str::from_utf8(line) else {
+            return Verdict::new(Kind::Unparsed, Outcome::Close);
+        };
+        // The line reader drops the `\r` of a `\r\n` ending.
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let Ok(msg) = serde_json::from_str::<Value>(text) else {
+            return Verdict::new(Kind::Unparsed, Outcome::NoReply);
+        };
+        self.feed_value(msg)
+    }
+
+    /// One parsed message from the client.
+    pub fn feed_value(&mut self, msg: Value) -> Verdict {
+        let Ok(parsed) = JSONRPCMessage::deserialize(&msg) else {
+            return Verdict::new(Kind::Unparsed, Outcome::NoReply);
+        };
+        let mut ignored = Vec::new();
+        // Envelope keys the transport does not know (`$.jsonrpc`, …).
+        JSONRPCMessage::track(&msg, &mut JsonPath::root(), &mut ignored);
+        let Value::Object(mut obj) = msg else {
+            return Verdict::new(Kind::Unparsed, Outcome::NoReply);
+        };
+        let id = obj.get("id").cloned();
+        let method = obj
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut v = match parsed {
+            JSONRPCMessage::V0(_) => self.request(&mut obj, &mut ignored),
+            JSONRPCMessage::V1(_) => self.notification(&mut obj, &mut ignored),
+            JSONRPCMessage::V2(_) => self.response(&obj, Kind::Response, &mut ignored),
+            JSONRPCMessage::V3(_) => self.response(&obj, Kind::Error, &mut ignored),
+        };
+        if v.kind == Kind::Notification {
+            v.id = None;
+        } else {
+            v.id = id;
+        }
+        if matches!(v.kind, Kind::Request | Kind::Notification) {
+            v.method = method;
+        }
+        if v.error().is_none() {
+            v.ignored = ignored;
+        }
+        v
+    }
+
+    fn request(&mut self, obj: &mut Map<String, Value>, ignored: &mut Vec<String>) -> Verdict {
+        let id = obj.get("id").cloned().unwrap_or(Value::Null);
+        let reply = |message: String| {
+            Verdict::new(
+                Kind::Request,
+                Outcome::Reply(ErrorReply {
+                    code: INVALID_REQUEST,
+                    message,
+                    id: id.clone(),
+                }),
+            )
+        };
+        // The server rebuilds {id, method, params} (params only when present and not null).
+        let mut typed = Map::new();
+        typed.insert("id".into(), id.clone());
+        typed.insert("method".into(), obj.remove("method").unwrap_or(Value::Null));
+        match obj.remove("params") {
+            None | Some(Value::Null) => {}
+            Some(p) => {
+                typed.insert("params".into(), p);
+            }
+        }
+        let typed = Value::Object(typed);
+        let request = match ClientRequest::deserialize(&typed) {
+            Ok(r) => r,
+            Err(e) => return reply(format!("Invalid request: {e}")),
+        };
+        let method = typed["method"].as_str().unwrap_or_default();
+        if let ClientRequest::Initialize { .. } = request {
+            if self.initialized {
+                return reply("Already initialized".into());
+            }
+            let name = typed["params"]["clientInfo"]["name"]
+                .as_str()
+                .unwrap_or_default();
+            if !is_header_value(name) {
+                return reply(format!(
+                    "Invalid clientInfo.name: '{name}'. Must be a valid HTTP header value."
+                ));
+            }
+            self.initialized = true;
+            self.experimental =
+                typed["params"]["capabilities"]["experimentalApi"].as_bool() == Some(true);
+        } else if !self.initialized {
+            return reply("Not initialized".into());
+        } else if !self.experimental {
+            if let Some(reason) = experimental_reason(method, &typed["params"]) {
+                return reply(format!("{reason} requires experimentalApi capability"));
+            }
+        }
+        ClientRequest::track(&typed, &mut JsonPath::root(), ignored);
+        Verdict::new(Kind::Request, Outcome::Accepted)
+    }
+
+    fn notification(&mut self, obj: &mut Map<String, Value>, ignored: &mut Vec<String>) -> Verdict {
+        let mut typed = Map::new();
+        typed.insert("method".into(), obj.remove("method").unwrap_or(Value::Null));
+        if let Some(p) = obj.remove("params").filter(|p| !p.is_null()) {
+            typed.insert("params".into(), p);
+        }
+        let typed = Value::Object(typed);
+        if ClientNotification::deserialize(&typed).is_ok() {
+            ClientNotification::track(&typed, &mut JsonPath::root(), ignored);
+        }
+        Verdict::new(Kind::Notification, Outcome::NoReply)
+    }
+
+    fn response(
+        &mut self,
+        obj: &Map<String, Value>,
+        kind: Kind,
+        ignored: &mut Vec<String>,
+    ) -> Verdict {
+        let mut v = Verdict::new(kind, Outcome::NoReply);
+        let Some(id) = obj.get("id") else { return v };
+        let Some(method) = self.pending.remove(&id.to_string()) else {
+            return v;
+        };
+        if kind == Kind::Response {
+            match protocol::check_response(&method, &obj["result"]) {
+                Some(Ok(paths)) => ignored.extend(paths),
+                Some(Err(e)) => v.violation = Some(e),
+                None => {}
+            }
+        }
+        v.reply_to = Some(method);
+        v
+    }
+}
+
+/// The reason a request needs the `experimentalApi` capability, as the server words it.
+fn experimental_reason(method: &str, params: &Value) -> Option<String> {
+    if protocol::EXPERIMENTAL_METHODS.contains(&method) {
+        return Some(method.to_string());
+    }
+    let (_, fields) = protocol::EXPERIMENTAL_FIELDS
+        .iter()
+        .find(|(m, _)| *m == method)?;
+    let params = params.as_object()?;
+    fields
+        .iter()
+        .find(|f| params.get(**f).is_some_and(|v| !v.is_null()))
+        .map(|f| format!("{method}.{f}"))
+}
+
+/// `http::HeaderValue::from_str` rules: visible ASCII, space and tab, or obs-text bytes.
+fn is_header_value(s: &str) -> bool {
+    s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}

@@ -1,0 +1,189 @@
+//! The unknown-field tracker: which keys of an accepted message the real server drops.
+//!
+//! serde_ignored cannot see through internally tagged enums, untagged enums and `flatten`
+//! (serde buffers those into private `Content`), so the generated code walks the `Value`
+//! alongside the types instead, dispatching exactly as serde does.
+
+use serde_json::{Map, Value};
+
+/// A JSON path being walked, rendered like `$.params.input[0].extra`.
+#[derive(Debug, Default)]
+pub struct JsonPath {
+    buf: String,
+    marks: Vec<usize>,
+}
+
+impl JsonPath {
+    pub fn root() -> Self {
+        JsonPath {
+            buf: "$".to_string(),
+            marks: Vec::new(),
+        }
+    }
+
+    pub fn key(&mut self, k: &str) {
+        self.marks.push(self.buf.len());
+        push_key(&mut self.buf, k);
+    }
+
+    pub fn index(&mut self, i: usize) {
+        self.marks.push(self.buf.len());
+        self.buf.push('[');
+        self.buf.push_str(&i.to_string());
+        self.buf.push(']');
+    }
+
+    pub fn pop(&mut self) {
+        if let Some(m) = self.marks.pop() {
+            self.buf.truncate(m);
+        }
+    }
+
+    /// The path of child key `k`, without descending.
+    pub fn child(&self, k: &str) -> String {
+        let mut s = self.buf.clone();
+        push_key(&mut s, k);
+        s
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.buf
+    }
+}
+
+fn push_key(buf: &mut String, k: &str) {
+    let plain = k
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain {
+        buf.push('.');
+        buf.push_str(k);
+    } else {
+        buf.push('[');
+        buf.push_str(&serde_json::to_string(k).unwrap_or_default());
+        buf.push(']');
+    }
+}
+
+/// A type that knows which keys serde takes when deserializing it from a `Value`.
+pub trait Track {
+    /// Report into `out` every key under `v` that deserializing `Self` would drop.
+    fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>);
+    /// As a `#[serde(flatten)]` member: take the keys of `m` this type consumes (marking them
+    /// in `taken`) and track their values.
+    fn flat(m: &Map<String, Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) {
+        let _ = (m, p, out, taken);
+    }
+}
+
+/// Keys no member took are dropped by serde.
+pub fn report_untaken(m: &Map<String, Value>, taken: &[bool], p: &JsonPath, out: &mut Vec<String>) {
+    for (i, k) in m.keys().enumerate() {
+        if !taken[i] {
+            out.push(p.child(k));
+        }
+    }
+}
+
+macro_rules! leaf {
+    ($($t:ty),*) => {$(
+        impl Track for $t {
+            fn track(_: &Value, _: &mut JsonPath, _: &mut Vec<String>) {}
+        }
+    )*};
+}
+leaf!(
+    String,
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    f32,
+    f64,
+    (),
+    std::path::PathBuf
+);
+
+/// Free-form JSON: its keys are data, never dropped.
+impl Track for Value {
+    fn track(_: &Value, _: &mut JsonPath, _: &mut Vec<String>) {}
+}
+
+impl<T: Track> Track for Option<T> {
+    fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+        if !v.is_null() {
+            T::track(v, p, out)
+        }
+    }
+    fn flat(m: &Map<String, Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) {
+        T::flat(m, p, out, taken)
+    }
+}
+
+impl<T: Track> Track for Box<T> {
+    fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+        T::track(v, p, out)
+    }
+    fn flat(m: &Map<String, Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) {
+        T::flat(m, p, out, taken)
+    }
+}
+
+impl<T: Track> Track for Vec<T> {
+    fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+        if let Value::Array(a) = v {
+            for (i, x) in a.iter().enumerate() {
+                p.index(i);
+                T::track(x, p, out);
+                p.pop();
+            }
+        }
+    }
+}
+
+impl<T: Track> Track for std::collections::HashMap<String, T> {
+    fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+        if let Value::Object(m) = v {
+            for (k, x) in m {
+                p.key(k);
+                T::track(x, p, out);
+                p.pop();
+            }
+        }
+    }
+    /// A flattened map takes every key nobody else took.
+    fn flat(m: &Map<String, Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) {
+        for (i, (k, x)) in m.iter().enumerate() {
+            if !taken[i] {
+                taken[i] = true;
+                p.key(k);
+                T::track(x, p, out);
+                p.pop();
+            }
+        }
+    }
+}
+
+macro_rules! tuple {
+    ($($n:tt $t:ident),*) => {
+        impl<$($t: Track),*> Track for ($($t,)*) {
+            fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+                if let Value::Array(a) = v {
+                    $(if let Some(x) = a.get($n) { p.index($n); $t::track(x, p, out); p.pop(); })*
+                }
+            }
+        }
+    };
+}
+tuple!(0 A);
+tuple!(0 A, 1 B);
+tuple!(0 A, 1 B, 2 C);
