@@ -416,7 +416,14 @@ pub fn emit(m: &Model) -> String {
         .iter()
         .map(|(method, fs)| quote!((#method, &[#(#fs),*])))
         .collect();
+    let exp_variants: Vec<TokenStream> = m
+        .experimental_variants
+        .iter()
+        .map(|(a, b, c, d)| quote!((#a, #b, #c, #d)))
+        .collect();
     let file = quote! {
+        /// (method, params field, variant, reason): variants that need `experimentalApi`.
+        pub const EXPERIMENTAL_VARIANTS: &[(&str, &str, &str, &str)] = &[#(#exp_variants),*];
         /// Client request methods, in the real server's declaration order.
         pub const CLIENT_METHODS: &[&str] = &[#(#methods),*];
         /// Client request methods that need the `experimentalApi` capability.

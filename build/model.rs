@@ -79,6 +79,8 @@ pub struct Model {
     pub experimental_methods: Vec<String>,
     /// Per stable method: params fields present only in the `--experimental` bundle.
     pub experimental_fields: Vec<(String, Vec<String>)>,
+    /// (method, params field, variant, reason): a gated variant used at the top of params.
+    pub experimental_variants: Vec<(String, String, String, String)>,
 }
 
 fn flatten_defs(bundle: &Value) -> BTreeMap<String, Value> {
@@ -166,6 +168,12 @@ struct Facts {
     hidden_fields: HashMap<String, Map<String, Value>>,
     /// pointer → type is `deny_unknown_fields` although the schema does not say so (or vice versa).
     deny: HashMap<String, bool>,
+    /// Pointers of fields whose strings are `PathBuf` (serde: `expected path string`).
+    path_fields: Vec<String>,
+    /// pointer → the full variant name list of a unit enum (hidden variants and aliases included).
+    variants: HashMap<String, Vec<String>>,
+    /// Enum variants that need the experimentalApi capability: (type key, variant, reason).
+    experimental_variants: Vec<(String, String, String)>,
 }
 
 fn read_json(path: &Path) -> Result<Option<Value>, String> {
@@ -220,6 +228,41 @@ impl Facts {
                 .into_iter()
                 .filter_map(|(k, v)| v.as_bool().map(|b| (k, b)))
                 .collect(),
+            path_fields: merged
+                .get("path_fields")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            variants: obj_of(merged.get("variants"))
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    let names = v
+                        .as_array()?
+                        .iter()
+                        .map(|x| x.as_str().map(str::to_string))
+                        .collect::<Option<Vec<_>>>()?;
+                    Some((k, names))
+                })
+                .collect(),
+            experimental_variants: merged
+                .get("experimental_variants")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| {
+                            Some((
+                                x["type"].as_str()?.to_string(),
+                                x["variant"].as_str()?.to_string(),
+                                x["reason"].as_str()?.to_string(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         Ok((facts, merged))
     }
@@ -464,12 +507,19 @@ impl<'a> Builder<'a> {
             return Ok(Kind::Struct { fields, deny });
         }
         if let Some(vals) = string_enum_values(s) {
+            let vals = self.facts.variants.get(ptr).cloned().unwrap_or(vals);
             return Ok(self.unit_enum(ts_key, vals));
         }
+        // A definition that is an object without a value schema for other keys is a struct
+        // (possibly empty: `expected struct X`, `expected 0 elements in sequence`).
+        let is_def = ptr.starts_with("#/definitions/")
+            && !ptr["#/definitions/".len()..]
+                .trim_start_matches("v2/")
+                .contains('/');
         if s.get("type").and_then(Value::as_str) == Some("object")
             && (has_props
                 || s.get("additionalProperties") == Some(&Value::Bool(false))
-                || (s.get("additionalProperties").is_none() && ptr.matches('/').count() == 2))
+                || (is_def && !s.get("additionalProperties").is_some_and(Value::is_object)))
         {
             let (fields, deny) = self.fields_of(ts_key, s, ptr, name)?;
             return Ok(Kind::Struct { fields, deny });
@@ -740,6 +790,15 @@ impl<'a> Builder<'a> {
                 Ok(Ty::Value)
             }
             Some(Value::String(t)) => match t.as_str() {
+                "string"
+                    if self
+                        .facts
+                        .path_fields
+                        .iter()
+                        .any(|f| ptr.starts_with(f.as_str())) =>
+                {
+                    Ok(Ty::Path)
+                }
                 "string" => Ok(Ty::Str),
                 "boolean" => Ok(Ty::Bool),
                 "null" => Ok(Ty::Unit),
@@ -968,7 +1027,28 @@ impl Model {
                 server_responses.push((method, b.def(&resp)?));
             }
         }
+        // Gated variants: find the params fields of each method whose type is the gated enum.
+        let mut experimental_variants = Vec::new();
+        for (method, member) in request_members(&b.defs, "ClientRequest") {
+            let Some(params) = params_key(&member) else {
+                continue;
+            };
+            for (field, fs) in obj_of(b.defs.get(&params).and_then(|p| p.get("properties"))) {
+                let text = fs.to_string();
+                for (ty, variant, reason) in &facts.experimental_variants {
+                    if text.contains(&format!("\"#/definitions/{ty}\"")) {
+                        experimental_variants.push((
+                            method.clone(),
+                            field.clone(),
+                            variant.clone(),
+                            reason.clone(),
+                        ));
+                    }
+                }
+            }
+        }
         Ok(Model {
+            experimental_variants,
             types: b.types,
             client_methods,
             server_responses,

@@ -150,17 +150,18 @@ impl Session {
         };
         // The line reader drops the `\r` of a `\r\n` ending.
         let text = text.strip_suffix('\r').unwrap_or(text);
+        // Classified straight from the text, as the transport does: deserializing from a
+        // `Value` would differ on numbers beyond 64 bits.
+        let Ok(parsed) = serde_json::from_str::<JSONRPCMessage>(text) else {
+            return Verdict::new(Kind::Unparsed, Outcome::NoReply);
+        };
         let Ok(msg) = serde_json::from_str::<Value>(text) else {
             return Verdict::new(Kind::Unparsed, Outcome::NoReply);
         };
-        self.feed_value(msg)
+        self.dispatch(parsed, msg)
     }
 
-    /// One parsed message from the client.
-    pub fn feed_value(&mut self, msg: Value) -> Verdict {
-        let Ok(parsed) = JSONRPCMessage::deserialize(&msg) else {
-            return Verdict::new(Kind::Unparsed, Outcome::NoReply);
-        };
+    fn dispatch(&mut self, parsed: JSONRPCMessage, msg: Value) -> Verdict {
         let mut ignored = Vec::new();
         // Envelope keys the transport does not know (`$.jsonrpc`, …).
         JSONRPCMessage::track(&msg, &mut JsonPath::root(), &mut ignored);
@@ -287,14 +288,27 @@ fn experimental_reason(method: &str, params: &Value) -> Option<String> {
     if protocol::EXPERIMENTAL_METHODS.contains(&method) {
         return Some(method.to_string());
     }
-    let (_, fields) = protocol::EXPERIMENTAL_FIELDS
-        .iter()
-        .find(|(m, _)| *m == method)?;
     let params = params.as_object()?;
-    fields
+    if let Some((_, fields)) = protocol::EXPERIMENTAL_FIELDS
         .iter()
-        .find(|f| params.get(**f).is_some_and(|v| !v.is_null()))
-        .map(|f| format!("{method}.{f}"))
+        .find(|(m, _)| *m == method)
+    {
+        if let Some(f) = fields
+            .iter()
+            .find(|f| params.get(**f).is_some_and(|v| !v.is_null()))
+        {
+            return Some(format!("{method}.{f}"));
+        }
+    }
+    protocol::EXPERIMENTAL_VARIANTS
+        .iter()
+        .filter(|(m, ..)| *m == method)
+        .find(|(_, field, variant, _)| match params.get(*field) {
+            Some(Value::String(s)) => s == variant,
+            Some(Value::Object(o)) => o.contains_key(*variant),
+            _ => false,
+        })
+        .map(|(.., reason)| reason.to_string())
 }
 
 /// `http::HeaderValue::from_str` rules: visible ASCII, space and tab, or obs-text bytes.
