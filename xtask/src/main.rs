@@ -1,2 +1,41 @@
+//! `cargo xtask <command>`: project automation.
+//!
+//! - `conformance [--record] [--codex PATH] [--limit N]`: record the real server's answers into
+//!   `tests/corpus/conformance.jsonl` (`--record`), or replay the corpus live and report how many
+//!   recorded expectations still hold.
+//! - `probe [--codex PATH] [--write]`: facts the schema bundle lacks, asked of the binary
+//!   (printed, or written to `schema/facts/probed.json`).
+//! - `schema [--version V | --codex PATH] [--check]`: regenerate (or verify) `schema/` from the
+//!   real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`, VERSION, PROVENANCE.md.
+
+mod codex_bin;
+mod conformance;
+mod gen;
+mod probe;
+mod schema_cmd;
+mod server;
 mod ts_facts;
-fn main() {}
+
+const USAGE: &str = "usage: cargo xtask <command>
+  conformance [--record] [--codex PATH] [--limit N]
+  probe [--codex PATH] [--write]
+  schema [--version V | --codex PATH] [--check]";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or(&[]);
+    let result = match args.first().map(String::as_str) {
+        Some("conformance") => conformance::main(rest),
+        Some("probe") => probe::main(rest),
+        Some("schema") => schema_cmd::run(rest),
+        Some("-h" | "--help" | "help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command {other:?}\n{USAGE}")),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

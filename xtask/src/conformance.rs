@@ -1,0 +1,469 @@
+//! Differential conformance: record the real server's answers into `tests/corpus/conformance.jsonl`,
+//! replay them against the live server (a determinism check), and compare an engine's
+//! predictions against the corpus.
+
+use crate::gen::{self, Case};
+use crate::server::{self, Observed};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What an engine predicts for one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prediction {
+    /// A protocol error reply: the exact line.
+    Error(String),
+    /// The request is accepted (a result or a handler error follows).
+    Accepted,
+    /// No reply.
+    None,
+    /// The connection closes.
+    Close,
+}
+
+impl From<&Observed> for Prediction {
+    fn from(o: &Observed) -> Prediction {
+        match o {
+            Observed::Error(r) => Prediction::Error(r.clone()),
+            Observed::Accepted(_) => Prediction::Accepted,
+            Observed::None => Prediction::None,
+            Observed::Close => Prediction::Close,
+        }
+    }
+}
+
+impl Prediction {
+    fn matches(&self, o: &Observed) -> bool {
+        match (self, o) {
+            (Prediction::Error(a), Observed::Error(b)) => a == b,
+            (Prediction::Accepted, Observed::Accepted(_)) => true,
+            (Prediction::None, Observed::None) | (Prediction::Close, Observed::Close) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A recorded case: the lines and the expected outcome of each.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub case: Case,
+    pub expect: Vec<Observed>,
+}
+
+pub fn corpus_path() -> PathBuf {
+    crate::codex_bin::repo_root()
+        .join("tests")
+        .join("corpus")
+        .join("conformance.jsonl")
+}
+
+pub fn schema_path() -> PathBuf {
+    crate::codex_bin::repo_root()
+        .join("schema")
+        .join("json")
+        .join("codex_app_server_protocol.schemas.json")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Result<Vec<u8>, String> {
+    if !s.len().is_multiple_of(2) {
+        return Err(format!("odd hex length in {s:?}"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// One corpus line (keys in a fixed order).
+pub fn to_json(r: &Recorded) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), Value::from(r.case.name.as_str()));
+    m.insert("category".into(), Value::from(r.case.category.as_str()));
+    let texts: Option<Vec<&str>> = r
+        .case
+        .lines
+        .iter()
+        .map(|l| std::str::from_utf8(l).ok())
+        .collect();
+    match texts {
+        Some(t) => {
+            m.insert(
+                "lines".into(),
+                Value::Array(t.into_iter().map(Value::from).collect()),
+            );
+        }
+        None => {
+            m.insert(
+                "lines_hex".into(),
+                Value::Array(r.case.lines.iter().map(|l| Value::from(hex(l))).collect()),
+            );
+        }
+    }
+    // The standard first `initialize` is answered the same way in every case: its reference
+    // reply is kept only where the case is about something else on that line.
+    let expect = r
+        .expect
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let standard_init = i == 0
+                && (r.case.lines[0] == gen::INIT_EXPERIMENTAL.as_bytes()
+                    || r.case.lines[0] == gen::INIT_PLAIN.as_bytes());
+            match o {
+                Observed::Accepted(Some(_)) if standard_init => Observed::Accepted(None).to_json(),
+                _ => o.to_json(),
+            }
+        })
+        .collect();
+    m.insert("expect".into(), Value::Array(expect));
+    Value::Object(m)
+}
+
+pub fn from_json(v: &Value) -> Result<Recorded, String> {
+    let name = v
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("case without name")?
+        .to_string();
+    let category = v
+        .get("category")
+        .and_then(Value::as_str)
+        .ok_or("case without category")?
+        .to_string();
+    let lines: Vec<Vec<u8>> = if let Some(Value::Array(a)) = v.get("lines") {
+        a.iter()
+            .map(|l| l.as_str().map(|s| s.as_bytes().to_vec()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| format!("{name}: non-string line"))?
+    } else if let Some(Value::Array(a)) = v.get("lines_hex") {
+        a.iter()
+            .map(|l| {
+                l.as_str()
+                    .ok_or("non-string hex line".to_string())
+                    .and_then(unhex)
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{name}: {e}"))?
+    } else {
+        return Err(format!("{name}: no lines"));
+    };
+    let expect = v
+        .get("expect")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{name}: no expect"))?
+        .iter()
+        .map(Observed::from_json)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{name}: {e}"))?;
+    if expect.len() != lines.len() {
+        return Err(format!(
+            "{name}: {} lines but {} expectations",
+            lines.len(),
+            expect.len()
+        ));
+    }
+    Ok(Recorded {
+        case: Case {
+            name,
+            category,
+            lines,
+            ptr: None,
+        },
+        expect,
+    })
+}
+
+pub fn read_corpus(path: &Path) -> Result<Vec<Recorded>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: {e} (run `cargo xtask conformance --record` first)",
+            path.display()
+        )
+    })?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            let v: Value = serde_json::from_str(l)
+                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+            from_json(&v)
+        })
+        .collect()
+}
+
+pub fn write_corpus(path: &Path, recs: &[Recorded]) -> Result<(), String> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let mut out = String::new();
+    for r in recs {
+        out.push_str(&serde_json::to_string(&to_json(r)).map_err(|e| e.to_string())?);
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Run cases against the real server. Cases whose process failed are dropped (reported).
+pub fn run(codex: &Path, cases: Vec<Case>) -> Vec<Recorded> {
+    let lines: Vec<Vec<Vec<u8>>> = cases.iter().map(|c| c.lines.clone()).collect();
+    let solo: Vec<bool> = cases.iter().map(Case::solo).collect();
+    let obs = server::run_cases(codex, &lines, &solo);
+    let mut out = Vec::with_capacity(cases.len());
+    for (case, o) in cases.into_iter().zip(obs) {
+        match o {
+            Some(expect) => out.push(Recorded { case, expect }),
+            None => eprintln!("dropped {} (server run failed)", case.name),
+        }
+    }
+    out
+}
+
+/// Tally per category: (identical, total), plus the first differences.
+#[derive(Default)]
+pub struct Report {
+    pub by_category: BTreeMap<String, (usize, usize)>,
+    pub diffs: Vec<String>,
+}
+
+impl Report {
+    fn add(&mut self, category: &str, ok: bool, diff: impl FnOnce() -> String) {
+        let e = self.by_category.entry(category.to_string()).or_default();
+        e.1 += 1;
+        if ok {
+            e.0 += 1;
+        } else if self.diffs.len() < 20 {
+            self.diffs.push(diff());
+        }
+    }
+
+    pub fn totals(&self) -> (usize, usize) {
+        self.by_category
+            .values()
+            .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+    }
+
+    pub fn print(&self, what: &str) {
+        println!("{:<20} {:>12}", "category", what);
+        for (c, (ok, n)) in &self.by_category {
+            println!("{c:<20} {:>12}", format!("{ok}/{n}"));
+        }
+        let (ok, n) = self.totals();
+        println!(
+            "{:<20} {:>12}  ({:.2}%)",
+            "TOTAL",
+            format!("{ok}/{n}"),
+            if n == 0 {
+                100.0
+            } else {
+                100.0 * ok as f64 / n as f64
+            }
+        );
+        if !self.diffs.is_empty() {
+            println!("first differences:");
+            for d in &self.diffs {
+                println!("  {d}");
+            }
+        }
+    }
+}
+
+fn show(o: &Observed) -> String {
+    match o {
+        Observed::Error(r) => format!("error {r}"),
+        Observed::Accepted(Some(r)) => format!("accepted {}", truncate(r, 160)),
+        Observed::Accepted(None) => "accepted (no reply in time)".into(),
+        Observed::None => "none".into(),
+        Observed::Close => "close".into(),
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        s.to_string()
+    } else {
+        let mut end = n;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &s[..end])
+    }
+}
+
+/// Compare an engine's predictions with the corpus. `predict` gets the raw lines of one case
+/// and returns one prediction per line.
+pub fn compare(cases: &[Recorded], predict: &dyn Fn(&[Vec<u8>]) -> Vec<Prediction>) -> Report {
+    let mut rep = Report::default();
+    for r in cases {
+        let p = predict(&r.case.lines);
+        let bad = r
+            .expect
+            .iter()
+            .enumerate()
+            .find(|(i, e)| p.get(*i).is_none_or(|p| !p.matches(e)));
+        rep.add(&r.case.category, bad.is_none(), || {
+            let (i, e) = bad.expect("a difference");
+            format!(
+                "{} line {i}: expected {}, predicted {:?}",
+                r.case.name,
+                show(e),
+                p.get(i)
+            )
+        });
+    }
+    rep
+}
+
+/// Replay the corpus against the live server and count the expectations that still hold.
+/// This goes through [`compare`], with the live server as the predictor.
+pub fn replay(codex: &Path, recs: &[Recorded]) -> Report {
+    let cases: Vec<Case> = recs.iter().map(|r| r.case.clone()).collect();
+    let again = run(codex, cases);
+    let live: HashMap<Vec<Vec<u8>>, Vec<Prediction>> = again
+        .into_iter()
+        .map(|r| {
+            (
+                r.case.lines,
+                r.expect.iter().map(Prediction::from).collect(),
+            )
+        })
+        .collect();
+    compare(recs, &|lines| live.get(lines).cloned().unwrap_or_default())
+}
+
+fn counts(recs: &[Recorded]) {
+    let mut by: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for r in recs {
+        let st = r
+            .expect
+            .get(r.case.focus())
+            .map(Observed::status)
+            .unwrap_or("none");
+        *by.entry(&r.case.category)
+            .or_default()
+            .entry(st)
+            .or_default() += 1;
+    }
+    println!(
+        "{:<20} {:>6} {:>7} {:>9} {:>6} {:>6}",
+        "category", "cases", "error", "accepted", "none", "close"
+    );
+    let mut tot = [0usize; 5];
+    for (c, m) in &by {
+        let g = |k: &str| m.get(k).copied().unwrap_or(0);
+        let row = [
+            m.values().sum(),
+            g("error"),
+            g("accepted"),
+            g("none"),
+            g("close"),
+        ];
+        for (t, v) in tot.iter_mut().zip(row) {
+            *t += v;
+        }
+        println!(
+            "{c:<20} {:>6} {:>7} {:>9} {:>6} {:>6}",
+            row[0], row[1], row[2], row[3], row[4]
+        );
+    }
+    println!(
+        "{:<20} {:>6} {:>7} {:>9} {:>6} {:>6}",
+        "TOTAL", tot[0], tot[1], tot[2], tot[3], tot[4]
+    );
+}
+
+/// Generate the cases (deterministically), optionally cut to `limit` spread over categories.
+pub fn cases(limit: Option<usize>) -> Result<Vec<Case>, String> {
+    let schema = gen::Schema::load(&schema_path())?;
+    let all = gen::generate(&schema);
+    Ok(match limit {
+        Some(n) if n < all.len() => {
+            // Every k-th case, so each category keeps some representation.
+            let step = all.len().div_ceil(n);
+            all.into_iter().step_by(step).collect()
+        }
+        _ => all,
+    })
+}
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    let mut record = false;
+    let mut codex_arg: Option<PathBuf> = None;
+    let mut limit = None;
+    let mut dry_run = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--record" => record = true,
+            "--dry-run" => dry_run = true,
+            "--codex" => codex_arg = Some(it.next().ok_or("--codex needs a path")?.into()),
+            "--limit" => {
+                limit = Some(
+                    it.next()
+                        .ok_or("--limit needs a number")?
+                        .parse::<usize>()
+                        .map_err(|e| format!("--limit: {e}"))?,
+                )
+            }
+            other => return Err(format!("conformance: unknown argument {other:?}")),
+        }
+    }
+    if dry_run {
+        // Only generate: counts by category, and the cases as JSON lines on stdout.
+        let cases = cases(limit)?;
+        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+        for c in &cases {
+            *by.entry(&c.category).or_default() += 1;
+            let r = Recorded {
+                case: c.clone(),
+                expect: Vec::new(),
+            };
+            println!("{}", to_json(&r));
+        }
+        for (c, n) in by {
+            eprintln!("{c:<20} {n:>6}");
+        }
+        eprintln!("{:<20} {:>6}", "TOTAL", cases.len());
+        return Ok(());
+    }
+    let version = crate::codex_bin::pinned_version()?;
+    let codex = crate::codex_bin::ensure_codex(&version, codex_arg.as_deref())?;
+    let path = corpus_path();
+    if record {
+        let t0 = Instant::now();
+        let cases = cases(limit)?;
+        let n = cases.len();
+        println!("generated {n} cases; running against {}", codex.display());
+        let recs = run(&codex, cases);
+        write_corpus(&path, &recs)?;
+        let secs = t0.elapsed().as_secs_f64();
+        counts(&recs);
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        println!(
+            "recorded {}/{n} cases in {secs:.1}s -> {} ({:.1} MB)",
+            recs.len(),
+            path.display(),
+            size as f64 / 1e6
+        );
+    } else {
+        let mut recs = read_corpus(&path)?;
+        if let Some(n) = limit {
+            let step = recs.len().div_ceil(n.max(1));
+            recs = recs.into_iter().step_by(step.max(1)).collect();
+        }
+        let t0 = Instant::now();
+        println!(
+            "replaying {} recorded cases against {}",
+            recs.len(),
+            codex.display()
+        );
+        let rep = replay(&codex, &recs);
+        rep.print("still hold");
+        println!("replay took {:.1}s", t0.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
