@@ -1,6 +1,6 @@
 //! Type model → Rust source (quote → syn → prettyplease).
 
-use crate::model::{Body, Field, Kind, Model, Repr, Ty, TypeDef};
+use crate::model::{Body, Field, Kind, Model, Presence, Repr, Ty, TypeDef};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
@@ -113,8 +113,14 @@ impl Emitter<'_> {
                 let json = &f.json;
                 if f.flatten {
                     quote!(#[serde(flatten)] #vis #id: #ty)
-                } else if f.default {
-                    quote!(#[serde(rename = #json, default)] #vis #id: crate::custom::Dflt<#ty>)
+                } else if f.presence == Presence::Default {
+                    if matches!(f.ty, Ty::Opt(_)) {
+                        quote!(#[serde(rename = #json, default)] #vis #id: #ty)
+                    } else {
+                        quote!(#[serde(rename = #json, default)] #vis #id: crate::custom::Dflt<#ty>)
+                    }
+                } else if f.presence == Presence::RequiredNullable {
+                    quote!(#[serde(rename = #json, deserialize_with = "crate::custom::nullable")] #vis #id: #ty)
                 } else {
                     quote!(#[serde(rename = #json)] #vis #id: #ty)
                 }

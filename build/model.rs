@@ -30,9 +30,18 @@ pub enum Ty {
 pub struct Field {
     pub json: String,
     pub ty: Ty,
-    /// `#[serde(default)]`: absent is fine (Option fields are absent-tolerant by themselves).
-    pub default: bool,
+    pub presence: Presence,
     pub flatten: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Presence {
+    /// No serde attribute (an `Option` is still absent-tolerant in a map).
+    Required,
+    /// An `Option` that must be present (the server uses a custom deserializer).
+    RequiredNullable,
+    /// `#[serde(default)]`.
+    Default,
 }
 
 #[derive(Clone, Debug)]
@@ -170,6 +179,9 @@ struct Facts {
     deny: HashMap<String, bool>,
     /// Pointers of fields whose strings are `PathBuf` (serde: `expected path string`).
     path_fields: Vec<String>,
+    /// Pointers of `Option` fields that are `#[serde(default)]` although the schema shows no
+    /// default (double options: absent and null differ).
+    default_fields: HashSet<String>,
     /// pointer → the full variant name list of a unit enum (hidden variants and aliases included).
     variants: HashMap<String, Vec<String>>,
     /// Enum variants that need the experimentalApi capability: (type key, variant, reason).
@@ -230,6 +242,15 @@ impl Facts {
                 .collect(),
             path_fields: merged
                 .get("path_fields")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            default_fields: merged
+                .get("default_fields")
                 .and_then(Value::as_array)
                 .map(|a| {
                     a.iter()
@@ -354,38 +375,62 @@ impl<'a> Builder<'a> {
         self.facts.ts.get(key).and_then(Value::as_object)
     }
 
-    /// Declaration order of an object's keys, from the TS object literal with the same key set.
-    fn order_fields(&self, key: &str, mut names: Vec<String>) -> Vec<String> {
-        let Some(objs) = self
+    /// Declaration order of an object's keys and their TS `?` marks, from the TS object
+    /// literal with the same key set: first in the type's own file, else anywhere.
+    fn order_fields(&self, key: &str, names: Vec<String>) -> (Vec<String>, HashSet<String>) {
+        let want: HashSet<&str> = names.iter().map(String::as_str).collect();
+        let matches = |o: &Value, slack: usize| -> Option<(Vec<String>, HashSet<String>)> {
+            let keys = o.as_array()?;
+            let ks: Vec<(String, bool)> = keys
+                .iter()
+                .filter_map(|k| {
+                    Some((
+                        k.get("name")?.as_str()?.to_string(),
+                        k.get("optional").and_then(Value::as_bool).unwrap_or(false),
+                    ))
+                })
+                .collect();
+            let set: HashSet<&str> = ks.iter().map(|(k, _)| k.as_str()).collect();
+            // The literal may also carry the tag key (internally tagged variants).
+            if !want.is_subset(&set) || set.len() > want.len() + slack {
+                return None;
+            }
+            let optional = ks
+                .iter()
+                .filter(|(_, o)| *o)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let order = ks
+                .into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| want.contains(k.as_str()))
+                .collect();
+            Some((order, optional))
+        };
+        let own = self
             .ts_of(key)
             .and_then(|t| t.get("objects"))
-            .and_then(Value::as_array)
-        else {
-            return names;
-        };
-        let want: HashSet<&str> = names.iter().map(String::as_str).collect();
-        let mut best: Option<Vec<String>> = None;
-        for o in objs {
-            let Some(keys) = o.as_array() else { continue };
-            let ks: Vec<String> = keys
-                .iter()
-                .filter_map(|k| k.get("name").and_then(Value::as_str).map(str::to_string))
-                .collect();
-            let set: HashSet<&str> = ks.iter().map(String::as_str).collect();
-            // The literal may also carry the tag key (internally tagged variants).
-            if want.is_subset(&set) && set.len() <= want.len() + 1 {
-                best = Some(
-                    ks.into_iter()
-                        .filter(|k| want.contains(k.as_str()))
-                        .collect(),
-                );
-                break;
+            .and_then(Value::as_array);
+        for o in own.into_iter().flatten() {
+            if let Some(r) = matches(o, 1) {
+                return r;
             }
         }
-        if let Some(b) = best {
-            names = b;
+        for slack in [0, 1] {
+            for t in self.facts.ts.values() {
+                for o in t
+                    .get("objects")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(r) = matches(o, slack) {
+                        return r;
+                    }
+                }
+            }
         }
-        names
+        (names, HashSet::new())
     }
 
     /// Declaration order of enum members, from the TS union with the same member set.
@@ -501,7 +546,7 @@ impl<'a> Builder<'a> {
             fields.push(Field {
                 json: "__flatten".into(),
                 ty: Ty::Named(fi),
-                default: false,
+                presence: Presence::Required,
                 flatten: true,
             });
             return Ok(Kind::Struct { fields, deny });
@@ -669,15 +714,31 @@ impl<'a> Builder<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let names = self.order_fields(ts_key, props.keys().cloned().collect());
+        let (names, _ts_optional) = self.order_fields(ts_key, props.keys().cloned().collect());
         let mut fields = Vec::new();
         for json in names {
             let fs = &props[&json];
             let fptr = format!("{ptr}/properties/{}", escape_ptr(&json));
             let ty = self.ty(ts_key, fs, &fptr, &format!("{name}{}", camel(&json)))?;
             let is_opt = matches!(ty, Ty::Opt(_));
+            let presence = if required.contains(&json) {
+                // Required although nullable: a custom deserializer, absent is an error.
+                if is_opt {
+                    Presence::RequiredNullable
+                } else {
+                    Presence::Required
+                }
+            } else if is_opt
+                && fs.get("default").is_none()
+                && !self.facts.default_fields.contains(&fptr)
+            {
+                // A plain `Option`: absent from a map is fine, but a short sequence is not.
+                Presence::Required
+            } else {
+                Presence::Default
+            };
             fields.push(Field {
-                default: !required.contains(&json) && !is_opt,
+                presence,
                 json,
                 ty,
                 flatten: false,
@@ -696,7 +757,7 @@ impl<'a> Builder<'a> {
             fields.push(Field {
                 json: "__flatten".into(),
                 ty,
-                default: false,
+                presence: Presence::Required,
                 flatten: true,
             });
         }
@@ -710,7 +771,7 @@ impl<'a> Builder<'a> {
             fields.push(Field {
                 json: "__extra".into(),
                 ty: Ty::Map(Box::new(ty)),
-                default: false,
+                presence: Presence::Required,
                 flatten: true,
             });
         }

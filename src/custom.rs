@@ -69,3 +69,12 @@ impl<T: Track> Track for Dflt<T> {
         T::track(v, p, out)
     }
 }
+
+/// A nullable field that must be present: `deserialize_with` makes serde report a missing
+/// field instead of defaulting the `Option` to `None`, as the real server's custom
+/// deserializers do.
+pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
