@@ -20,7 +20,7 @@ const SAFE_URL: &str = "http://127.0.0.1:9/codex-wire";
 const SAFE_STR: &str = "codex-wire";
 const BOGUS: &str = "codex-wire-bogus";
 const UNKNOWN_KEY: &str = "codexWireUnknown";
-const MAX_DEPTH: usize = 5;
+const MAX_DEPTH: usize = 8;
 
 /// Methods the schema bundle does not list but the server knows.
 pub const UNLISTED_METHODS: [&str; 3] =
@@ -81,7 +81,7 @@ impl Case {
     pub fn solo(&self) -> bool {
         matches!(
             self.category.as_str(),
-            "lifecycle" | "framing" | "notification"
+            "lifecycle" | "framing" | "notification" | "envelope"
         )
     }
 }
@@ -251,18 +251,22 @@ impl Schema {
                 o.flat = non_null;
                 return Shape::Object(o);
             }
+            // Keep the variant's own node (and pointer) when there is a single one.
             let inner = if non_null.len() == 1 {
-                non_null.pop().map(|n| n.shape).unwrap_or(Shape::Any)
+                non_null.pop().unwrap_or(Node {
+                    shape: Shape::Any,
+                    ptr: ptr.to_string(),
+                })
             } else {
-                Shape::Untagged(non_null)
+                Node {
+                    shape: Shape::Untagged(non_null),
+                    ptr: ptr.to_string(),
+                }
             };
             return if has_null {
-                Shape::Nullable(Box::new(Node {
-                    shape: inner,
-                    ptr: ptr.to_string(),
-                }))
+                Shape::Nullable(Box::new(inner))
             } else {
-                inner
+                inner.shape
             };
         }
         if let Some(Value::Array(one)) = s.get("oneOf") {
@@ -598,7 +602,7 @@ fn wrong_types(n: &Node) -> Vec<&'static str> {
 }
 
 /// Number literals for integer fields (raw text: `1.50` must stay `1.50`).
-const NUMBER_EDGES: [&str; 11] = [
+const NUMBER_EDGES: [&str; 13] = [
     "-1",
     "4294967296",
     "9223372036854775807",
@@ -610,6 +614,8 @@ const NUMBER_EDGES: [&str; 11] = [
     "1e3",
     "-0",
     "123456789012345678901234567890",
+    "1e400",
+    "-9223372036854775809",
 ];
 
 #[derive(Clone, Debug)]
@@ -730,10 +736,16 @@ struct Gen<'a> {
     safe: bool,
     out: Vec<Case>,
     stack: Vec<String>,
+    /// Inside an untagged enum every error is the same "did not match" message: only the
+    /// untagged enums nested there are worth a case.
+    quiet: bool,
 }
 
 impl Gen<'_> {
     fn emit(&mut self, category: &str, what: &str, params: Option<&Value>) {
+        if self.quiet && category != "untagged_nomatch" {
+            return;
+        }
         self.out.push(Case {
             name: format!("{}#{what}", self.method),
             category: category.into(),
@@ -746,6 +758,9 @@ impl Gen<'_> {
     }
 
     fn emit_raw(&mut self, category: &str, what: &str, line: Vec<u8>) {
+        if self.quiet && category != "untagged_nomatch" {
+            return;
+        }
         self.out.push(Case {
             name: format!("{}#{what}", self.method),
             category: category.into(),
@@ -754,7 +769,12 @@ impl Gen<'_> {
         });
     }
 
+    /// Name the untagged node a case is about, unless it sits inside another untagged enum
+    /// (whose own "did not match" message then hides the inner name).
     fn mark_ptr(&mut self, ptr: &str) {
+        if self.quiet && self.stack.iter().any(|p| p.starts_with("untagged:")) {
+            return;
+        }
         if let Some(c) = self.out.last_mut() {
             c.ptr = Some(ptr.to_string());
         }
@@ -920,6 +940,18 @@ impl Gen<'_> {
                         self.stack.pop();
                     }
                 }
+            }
+            Shape::Untagged(vs) => {
+                let was = self.quiet;
+                self.quiet = true;
+                self.stack.push(format!("untagged:{}", n.ptr));
+                for (i, v) in vs.clone().into_iter().enumerate() {
+                    let b = with(base, path, self.s.minimal(&v, name, 1));
+                    let vp = push(path, Seg::Variant(format!("#{i}")));
+                    self.descend(&b, &vp, &v, name, depth + 1);
+                }
+                self.stack.pop();
+                self.quiet = was;
             }
             Shape::External(_, objs) => {
                 for (k, v) in objs.clone() {
@@ -1116,6 +1148,7 @@ pub fn generate(s: &Schema) -> Vec<Case> {
             safe,
             out: Vec::new(),
             stack: Vec::new(),
+            quiet: false,
         };
         let Some(ps) = &m.params else { continue };
         let n = s.node(ps, &m.params_ptr);

@@ -57,6 +57,12 @@ pub fn expected_list(msg: &str) -> Vec<String> {
         .collect()
 }
 
+/// `N` of `invalid length 0, expected struct X with N elements`.
+fn positional_len(msg: &str) -> Option<usize> {
+    let i = msg.find(" with ")?;
+    msg[i + 6..].split(' ').next()?.parse().ok()
+}
+
 fn untagged_name(msg: &str) -> Option<String> {
     const P: &str = "data did not match any variant of untagged enum ";
     let i = msg.find(P)?;
@@ -199,6 +205,47 @@ fn probe_unlisted(s: &mut Session, method: &str) -> Value {
         }
         out.insert("final_reply".into(), Value::from(d));
         break;
+    }
+    // Optional fields cannot be named by errors: check a few likely names (a wrongly typed
+    // value is rejected only by a known field), and the element types of the positional form.
+    let mut optional = Map::new();
+    for cand in [
+        "includeToken",
+        "refreshToken",
+        "conversationId",
+        "rolloutPath",
+        "cwd",
+        "threadId",
+        "path",
+    ] {
+        if fields.contains_key(cand) {
+            continue;
+        }
+        let mut p = params.clone();
+        p.insert(cand.into(), json!({ "codexWireProbe": [] }));
+        if let Some(m) = s.ask(method, Some(&Value::Object(p))) {
+            let d = detail(&m);
+            if d.starts_with("invalid type: map") {
+                optional.insert(cand.into(), json!({ "reply": d }));
+            }
+        }
+    }
+    out.insert("optional_found".into(), Value::Object(optional));
+    if let Some(n) = s
+        .ask(method, Some(&json!([])))
+        .and_then(|m| positional_len(&m))
+    {
+        let mut elems = Vec::new();
+        for i in 0..n.min(16) {
+            let mut a = vec![Value::Null; n];
+            a[i] = json!({ "codexWireProbe": [] });
+            let m = s.ask(method, Some(&Value::Array(a)));
+            elems.push(
+                m.map(|m| Value::from(detail(&m).to_string()))
+                    .unwrap_or(Value::Null),
+            );
+        }
+        out.insert("positional".into(), json!({ "len": n, "replies": elems }));
     }
     out.insert("type".into(), Value::from("object"));
     out.insert("required".into(), Value::Array(required));

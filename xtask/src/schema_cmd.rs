@@ -5,6 +5,8 @@
 //!
 //! * `schema/json/`: `codex app-server generate-json-schema --experimental`,
 //!   verbatim, stale files deleted;
+//! * `schema/stable/codex_app_server_protocol.schemas.json`: the same bundle
+//!   without `--experimental` (what it lacks is what needs `experimentalApi`);
 //! * `schema/facts/ts.json`: declaration-order facts parsed from
 //!   `codex app-server generate-ts --experimental` (see `ts_facts`);
 //! * `schema/facts/probed.json`: facts probed from the running server
@@ -30,6 +32,7 @@ const NPM_PACKAGE: &str = "@openai/codex";
 /// touched.
 const MANAGED: &[&str] = &[
     "json",
+    "stable",
     "facts/ts.json",
     "facts/probed.json",
     "VERSION",
@@ -42,6 +45,9 @@ const JSON_CMD: &[&str] = &[
     "--experimental",
     "--out",
 ];
+const STABLE_CMD: &[&str] = &["app-server", "generate-json-schema", "--out"];
+/// The one file of the stable bundle that is vendored.
+const BUNDLE: &str = "codex_app_server_protocol.schemas.json";
 const TS_CMD: &[&str] = &["app-server", "generate-ts", "--experimental", "--out"];
 
 struct Args {
@@ -142,6 +148,7 @@ fn write(path: &Path, contents: &str) -> Result<(), String> {
 fn provenance(codex_version_line: &str, version: &str) -> String {
     let json_cmd = JSON_CMD.join(" ");
     let ts_cmd = TS_CMD.join(" ");
+    let stable_cmd = STABLE_CMD.join(" ");
     format!(
         "# Provenance of schema/
 
@@ -160,11 +167,13 @@ a fresh empty directory as its working directory:
 codex --version
 codex {json_cmd} <T1>
 codex {ts_cmd} <T2>
+codex {stable_cmd} <T3>
 ```
 
 | file | source |
 | --- | --- |
 | `json/` | `<T1>`, byte for byte (stale files deleted) |
+| `stable/{BUNDLE}` | `<T3>/{BUNDLE}`, byte for byte: the methods and fields it lacks need `experimentalApi` |
 | `facts/ts.json` | derived from `<T2>` by xtask/src/ts_facts.rs: per TypeScript type, the declaration order of object keys and union members that the JSON schema loses |
 | `facts/probed.json` | observed from the running binary by xtask/src/probe.rs |
 | `VERSION` | the codex version above |
@@ -198,7 +207,8 @@ fn generate(
     let work = TempDir::new("schema-gen")?;
     let t1 = work.path().join("json");
     let t2 = work.path().join("ts");
-    for (cmd, out) in [(JSON_CMD, &t1), (TS_CMD, &t2)] {
+    let t3 = work.path().join("stable");
+    for (cmd, out) in [(JSON_CMD, &t1), (TS_CMD, &t2), (STABLE_CMD, &t3)] {
         let out_str = out.to_str().ok_or("temp dir path is not UTF-8")?;
         let mut args = cmd.to_vec();
         args.push(out_str);
@@ -206,6 +216,9 @@ fn generate(
     }
 
     copy_tree(&t1, &stage.join("json"))?;
+    let stable = fs::read(t3.join(BUNDLE)).map_err(|e| format!("stable bundle: {e}"))?;
+    fs::create_dir_all(stage.join("stable")).map_err(|e| e.to_string())?;
+    fs::write(stage.join("stable").join(BUNDLE), stable).map_err(|e| e.to_string())?;
     let facts = ts_facts::facts_from_dir(&t2)?;
     write(
         &stage.join("facts/ts.json"),
