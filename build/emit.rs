@@ -46,6 +46,23 @@ struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
+    /// The path of a type: a type whose serde name is taken by another lives in a module of
+    /// its own under that name (serde prints the Rust ident in some messages).
+    fn path_of(&self, n: usize) -> TokenStream {
+        let t = &self.m.types[n];
+        match &t.serde_name {
+            Some(name) => {
+                let m = format_ident!("r#{}", snake(&t.ident));
+                let id = ident(name);
+                quote!(#m::#id)
+            }
+            None => {
+                let id = ident(&t.ident);
+                quote!(#id)
+            }
+        }
+    }
+
     /// The Rust type; named types are boxed outside collections (recursive types need it).
     fn rust_ty(&self, t: &Ty, boxed: bool) -> TokenStream {
         match t {
@@ -71,7 +88,7 @@ impl Emitter<'_> {
                 quote!(Option<#i>)
             }
             Ty::Named(n) => {
-                let id = ident(&self.m.types[*n].ident);
+                let id = self.path_of(*n);
                 if boxed {
                     quote!(Box<#id>)
                 } else {
@@ -212,7 +229,22 @@ impl Emitter<'_> {
     }
 
     fn emit_type(&self, t: &TypeDef) -> TokenStream {
+        if let Some(name) = &t.serde_name {
+            let m = format_ident!("r#{}", snake(&t.ident));
+            let inner = self.emit_type(&TypeDef {
+                ident: name.clone(),
+                serde_name: None,
+                kind: t.kind.clone(),
+            });
+            return quote! {
+                pub mod #m {
+                    use super::*;
+                    #inner
+                }
+            };
+        }
         let name = ident(&t.ident);
+        let rename: Option<TokenStream> = None;
         match &t.kind {
             Kind::Alias(ty) => {
                 let ty = self.rust_ty(ty, false);
@@ -226,6 +258,7 @@ impl Emitter<'_> {
                 quote! {
                     #[derive(Debug, Deserialize)]
                     #deny
+                    #rename
                     pub struct #name { #(#fs,)* }
                     impl Track for #name {
                         fn track(v: &serde_json::Value, p: &mut JsonPath, out: &mut Vec<String>) { #track }
@@ -233,13 +266,14 @@ impl Emitter<'_> {
                     }
                 }
             }
-            Kind::Enum { repr, variants } => self.emit_enum(&name, repr, variants),
+            Kind::Enum { repr, variants } => self.emit_enum(&name, rename, repr, variants),
         }
     }
 
     fn emit_enum(
         &self,
         name: &Ident,
+        rename: Option<TokenStream>,
         repr: &Repr,
         variants: &[crate::model::Variant],
     ) -> TokenStream {
@@ -304,6 +338,7 @@ impl Emitter<'_> {
                         let inner = format_ident!("{}{}", name, v.ident);
                         let item = self.emit_type(&TypeDef {
                             ident: inner.to_string(),
+                            serde_name: None,
                             kind: Kind::Struct {
                                 fields: fields.clone(),
                                 deny: true,
@@ -391,6 +426,7 @@ impl Emitter<'_> {
             #[derive(Debug, Deserialize)]
             #attr
             #deny_attr
+            #rename
             pub enum #name { #(#vs,)* }
             impl Track for #name {
                 #[allow(unused_variables)]

@@ -75,6 +75,9 @@ pub enum Kind {
 #[derive(Clone, Debug)]
 pub struct TypeDef {
     pub ident: String,
+    /// The name serde reports (`expected struct X`, `untagged enum X`) when it is not the
+    /// ident: two real types can share a name, or the real type is a private shadow.
+    pub serde_name: Option<String>,
     pub kind: Kind,
 }
 
@@ -173,6 +176,8 @@ struct Facts {
     rust_type: HashMap<String, String>,
     /// pointer → name of an untagged enum (serde's `untagged enum NAME`).
     untagged_names: HashMap<String, String>,
+    /// pointer of a definition → the name serde reports for it (a private shadow type).
+    type_names: HashMap<String, String>,
     /// pointer → extra (hidden) properties the schema omits.
     hidden_fields: HashMap<String, Map<String, Value>>,
     /// pointer → type is `deny_unknown_fields` although the schema does not say so (or vice versa).
@@ -231,7 +236,17 @@ impl Facts {
         let facts = Facts {
             ts: obj_of(Some(&ts)),
             rust_type: str_map(merged.get("rust_type")),
-            untagged_names: str_map(merged.get("untagged_names")),
+            type_names: str_map(merged.get("type_names")),
+            untagged_names: {
+                // probed.json: `untagged_enums` keyed by JSON pointer (no `#`) → {name}.
+                let mut m = str_map(merged.get("untagged_names"));
+                for (k, v) in obj_of(merged.get("untagged_enums")) {
+                    if let Some(name) = v.get("name").and_then(Value::as_str) {
+                        m.entry(format!("#{k}")).or_insert_with(|| name.to_string());
+                    }
+                }
+                m
+            },
             hidden_fields: obj_of(merged.get("hidden_fields"))
                 .into_iter()
                 .map(|(k, v)| (k, obj_of(Some(&v))))
@@ -365,9 +380,21 @@ impl<'a> Builder<'a> {
     fn push(&mut self, ident: String) -> usize {
         self.types.push(TypeDef {
             ident,
+            serde_name: None,
             kind: Kind::Alias(Ty::Unit),
         });
         self.types.len() - 1
+    }
+
+    /// A fresh type whose serde name is `want` even when its ident must differ.
+    fn push_named(&mut self, want: &str) -> usize {
+        let ident = self.fresh_ident(want);
+        let name = camel(want);
+        let i = self.push(ident.clone());
+        if ident != name {
+            self.types[i].serde_name = Some(name);
+        }
+        i
     }
 
     /// The TS facts entry for a definition key (`v2/X` or `X`).
@@ -500,8 +527,10 @@ impl<'a> Builder<'a> {
             self.by_key.insert(key.to_string(), i);
             return Ok(i);
         }
-        let ident = self.fresh_ident(&short);
-        let i = self.push(ident);
+        let i = self.push_named(&short);
+        if let Some(name) = self.facts.type_names.get(&ptr) {
+            self.types[i].serde_name = Some(name.clone());
+        }
         self.by_key.insert(key.to_string(), i);
         let kind = self.kind_of(key, &schema, &ptr, &short)?;
         self.types[i].kind = kind;
@@ -510,8 +539,8 @@ impl<'a> Builder<'a> {
 
     /// Builds a type for an inline schema node, named `want`.
     fn inline(&mut self, ts_key: &str, s: &Value, ptr: &str, want: &str) -> Result<Ty, String> {
-        let ident = self.fresh_ident(want);
-        let i = self.push(ident.clone());
+        let i = self.push_named(want);
+        let ident = self.types[i].ident.clone();
         let kind = self.kind_of(ts_key, s, ptr, &ident)?;
         self.types[i].kind = kind;
         Ok(Ty::Named(i))
@@ -751,6 +780,7 @@ impl<'a> Builder<'a> {
                 .facts
                 .untagged_names
                 .get(&aptr)
+                .or_else(|| self.facts.untagged_names.get(ptr))
                 .cloned()
                 .unwrap_or_else(|| format!("{name}Source"));
             let ty = self.inline(ts_key, &serde_json::json!({ "anyOf": alts }), ptr, &uname)?;

@@ -45,7 +45,7 @@ macro_rules! leaf {
         }
     )*};
 }
-leaf!(AbsolutePathBuf, ReasoningEffort);
+leaf!(AbsolutePathBuf, ReasoningEffort, ThreadId);
 
 /// A `#[serde(default)]` field: deserialized exactly as `T`, absent without needing
 /// `T: Default` (the real types' defaults are values we never need, only the absence rule).
@@ -77,4 +77,40 @@ pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     Option::<T>::deserialize(d)
+}
+
+/// A thread id: a UUID string (hyphenated or simple, optionally `urn:uuid:`-prefixed).
+#[derive(Debug)]
+pub struct ThreadId(pub String);
+
+fn is_uuid(s: &str) -> bool {
+    let s = s.strip_prefix("urn:uuid:").unwrap_or(s);
+    let s = s
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(s);
+    let hex = |p: &str| p.bytes().all(|b| b.is_ascii_hexdigit());
+    match s.len() {
+        32 => hex(s),
+        36 => {
+            let parts: Vec<&str> = s.split('-').collect();
+            parts.len() == 5
+                && [8, 4, 4, 4, 12]
+                    .iter()
+                    .zip(&parts)
+                    .all(|(n, p)| p.len() == *n && hex(p))
+        }
+        _ => false,
+    }
+}
+
+impl<'de> Deserialize<'de> for ThreadId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if is_uuid(&s) {
+            Ok(ThreadId(s))
+        } else {
+            Err(D::Error::custom(format!("invalid thread id: {s}")))
+        }
+    }
 }
