@@ -467,3 +467,112 @@ pub fn main(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_is_deterministic_and_covers_every_method() {
+        let a = cases(None).expect("generate");
+        let b = cases(None).expect("generate");
+        assert!(a.len() >= 3000, "only {} cases", a.len());
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(
+                (&x.name, &x.category, &x.lines),
+                (&y.name, &y.category, &y.lines)
+            );
+        }
+        let names: std::collections::HashSet<&str> = a.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names.len(), a.len(), "case names are unique");
+        let schema = gen::Schema::load(&schema_path()).expect("bundle");
+        let mut methods: Vec<String> = schema.methods().into_iter().map(|m| m.name).collect();
+        methods.extend(gen::UNLISTED_METHODS.iter().map(|m| m.to_string()));
+        for m in methods.iter().filter(|m| *m != "initialize") {
+            let prefix = format!("{m}#");
+            assert!(
+                a.iter().any(|c| c.name.starts_with(&prefix)),
+                "no case for {m}"
+            );
+        }
+    }
+
+    /// The committed corpus must hold exactly the cases the generator makes today
+    /// (otherwise: `cargo xtask conformance --record`).
+    #[test]
+    fn corpus_is_up_to_date_with_the_generator() {
+        let recs = read_corpus(&corpus_path()).expect("committed corpus");
+        let gen = cases(None).expect("generate");
+        let rec_keys: Vec<(&str, &str, &Vec<Vec<u8>>)> = recs
+            .iter()
+            .map(|r| {
+                (
+                    r.case.name.as_str(),
+                    r.case.category.as_str(),
+                    &r.case.lines,
+                )
+            })
+            .collect();
+        let gen_keys: Vec<(&str, &str, &Vec<Vec<u8>>)> = gen
+            .iter()
+            .map(|c| (c.name.as_str(), c.category.as_str(), &c.lines))
+            .collect();
+        if let Some(i) =
+            (0..rec_keys.len().min(gen_keys.len())).find(|&i| rec_keys[i] != gen_keys[i])
+        {
+            panic!(
+                "corpus is stale at case {i}: recorded {:?}, generated {:?}; run `cargo xtask conformance --record`",
+                rec_keys[i].0, gen_keys[i].0
+            );
+        }
+        assert_eq!(
+            rec_keys.len(),
+            gen_keys.len(),
+            "corpus is stale (case count); run `cargo xtask conformance --record`"
+        );
+    }
+
+    #[test]
+    fn corpus_lines_round_trip() {
+        let case = Case {
+            name: "x#y".into(),
+            category: "framing".into(),
+            lines: vec![b"{}".to_vec(), vec![0xff, 0x00, b'a']],
+            ptr: None,
+        };
+        let r = Recorded {
+            case,
+            expect: vec![
+                Observed::Accepted(Some("{\"id\":0,\"result\":{}}".into())),
+                Observed::Close,
+            ],
+        };
+        let v = to_json(&r);
+        assert!(v.get("lines_hex").is_some());
+        let back = from_json(&v).expect("parse");
+        assert_eq!(back.case.lines, r.case.lines);
+        assert_eq!(back.expect, r.expect);
+    }
+
+    #[test]
+    fn compare_counts_by_category() {
+        let mk = |name: &str, expect: Observed| Recorded {
+            case: Case {
+                name: name.into(),
+                category: "c".into(),
+                lines: vec![b"x".to_vec()],
+                ptr: None,
+            },
+            expect: vec![expect],
+        };
+        let recs = vec![
+            mk("a", Observed::Error("E".into())),
+            mk("b", Observed::Accepted(None)),
+            mk("c", Observed::None),
+        ];
+        let rep = compare(&recs, &|_| vec![Prediction::Error("E".into())]);
+        assert_eq!(rep.by_category["c"], (1, 3));
+        assert_eq!(rep.diffs.len(), 2);
+    }
+}

@@ -608,3 +608,43 @@ fn solo_or_report(codex: &Path, lines: &[Vec<u8>]) -> Option<Vec<Observed>> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restores_the_original_id() {
+        let r = r#"{"error":{"code":-32600,"message":"Invalid request: x \"id\":1000003}"},"id":1000003}"#;
+        let out = restore_id(r, "1000003", &Value::from(1));
+        assert_eq!(
+            out,
+            r#"{"error":{"code":-32600,"message":"Invalid request: x \"id\":1000003}"},"id":1}"#
+        );
+    }
+
+    #[test]
+    fn batchable_only_when_exactly_reserializable() {
+        let init = br#"{"id":0,"method":"initialize","params":{}}"#.to_vec();
+        let ok = br#"{"id":1,"method":"thread/read","params":{}}"#.to_vec();
+        let spaced = br#"{"id":1, "method":"thread/read","params":{}}"#.to_vec();
+        let dup = br#"{"id":1,"method":"a","method":"thread/read","params":{}}"#.to_vec();
+        let float_id = br#"{"id":1.5,"method":"thread/read","params":{}}"#.to_vec();
+        assert!(batch_key(&[init.clone(), ok]).is_some());
+        assert!(batch_key(&[init.clone(), spaced]).is_none());
+        assert!(batch_key(&[init.clone(), dup]).is_none());
+        assert!(batch_key(&[init, float_id]).is_none());
+    }
+
+    #[test]
+    fn protocol_errors_are_classified() {
+        let e = |m: &str| serde_json::json!({"error":{"code":-32600,"message":m},"id":1});
+        assert!(is_protocol_error(&e("Invalid request: missing field `x`")));
+        assert!(is_protocol_error(&e("Not initialized")));
+        assert!(is_protocol_error(&e(
+            "thread/sample requires experimentalApi capability"
+        )));
+        assert!(!is_protocol_error(&e("invalid thread id: x")));
+        assert!(!is_protocol_error(&serde_json::json!({"id":1,"result":{}})));
+    }
+}
