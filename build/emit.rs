@@ -299,6 +299,9 @@ impl Emitter<'_> {
                 quote!(#[serde(rename = #json)])
             };
             match &v.body {
+                Body::Other => {
+                    vs.push(quote!(#[serde(other)] #vid));
+                }
                 Body::Unit => {
                     vs.push(quote!(#rename #vid));
                     track_arms.push(quote!(#json => {}));

@@ -47,8 +47,13 @@ pub enum Presence {
 #[derive(Clone, Debug)]
 pub enum Body {
     Unit,
+    /// `#[serde(other)]` catch-all unit variant.
+    Other,
     Newtype(Ty),
-    Struct { fields: Vec<Field>, deny: bool },
+    Struct {
+        fields: Vec<Field>,
+        deny: bool,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -178,6 +183,8 @@ struct Facts {
     untagged_names: HashMap<String, String>,
     /// pointer of a definition → the name serde reports for it (a private shadow type).
     type_names: HashMap<String, String>,
+    /// Pointers of enums with a `#[serde(other)]` variant.
+    other_variants: HashSet<String>,
     /// pointer → extra (hidden) properties the schema omits.
     hidden_fields: HashMap<String, Map<String, Value>>,
     /// pointer → type is `deny_unknown_fields` although the schema does not say so (or vice versa).
@@ -237,6 +244,15 @@ impl Facts {
             ts: obj_of(Some(&ts)),
             rust_type: str_map(merged.get("rust_type")),
             type_names: str_map(merged.get("type_names")),
+            other_variants: merged
+                .get("other_variants")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
             untagged_names: {
                 // probed.json: `untagged_enums` keyed by JSON pointer (no `#`) → {name}.
                 let mut m = str_map(merged.get("untagged_names"));
@@ -563,7 +579,17 @@ impl<'a> Builder<'a> {
                 };
                 return Ok(Kind::Alias(Ty::Opt(Box::new(inner))));
             }
-            let enum_kind = self.enum_of(ts_key, which, ms, ptr, name)?;
+            let mut enum_kind = self.enum_of(ts_key, which, ms, ptr, name)?;
+            if self.facts.other_variants.contains(ptr) {
+                // `#[serde(other)]`: an unknown (or integer) tag is accepted as `Other`.
+                if let Kind::Enum { variants, .. } = &mut enum_kind {
+                    variants.push(Variant {
+                        ident: "UnknownVariant".into(),
+                        json: String::new(),
+                        body: Body::Other,
+                    });
+                }
+            }
             if !has_props {
                 return Ok(enum_kind);
             }
@@ -1118,6 +1144,36 @@ impl Model {
                 server_responses.push((method, b.def(&resp)?));
             }
         }
+        // What the binary gates, as probed (`method#plain:field=value` → message), wins over
+        // the bundle diff: some experimental-only fields are not gated at all.
+        let gating = obj_of(merged.get("experimental_gating"));
+        let experimental_fields = if gating.is_empty() {
+            experimental_fields
+        } else {
+            let mut by_method: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for (case, msg) in &gating {
+                let (Some((method, rest)), Some(msg)) = (case.split_once("#plain:"), msg.as_str())
+                else {
+                    continue;
+                };
+                let field = rest.split('=').next().unwrap_or_default();
+                if msg == format!("{method}.{field} requires experimentalApi capability") {
+                    let fs = by_method.entry(method.to_string()).or_default();
+                    if !fs.iter().any(|f| f == field) {
+                        fs.push(field.to_string());
+                    }
+                }
+            }
+            // Keep the declaration order of the diff (the server reports the first gated field).
+            experimental_fields
+                .into_iter()
+                .filter_map(|(m, fs)| {
+                    let gated = by_method.get(&m)?;
+                    let fs: Vec<String> = fs.into_iter().filter(|f| gated.contains(f)).collect();
+                    (!fs.is_empty()).then_some((m, fs))
+                })
+                .collect()
+        };
         // Gated variants: find the params fields of each method whose type is the gated enum.
         let mut experimental_variants = Vec::new();
         for (method, member) in request_members(&b.defs, "ClientRequest") {
