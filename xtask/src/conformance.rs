@@ -432,7 +432,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
     }
     let version = crate::codex_bin::pinned_version()?;
     let codex = crate::codex_bin::ensure_codex(&version, codex_arg.as_deref())?;
-    let path = corpus_path();
+    // A partial recording never replaces the committed corpus.
+    let path = if record && limit.is_some() {
+        crate::codex_bin::repo_root()
+            .join("target")
+            .join("conformance-limited.jsonl")
+    } else {
+        corpus_path()
+    };
     if record {
         let t0 = Instant::now();
         let cases = cases(limit)?;

@@ -1,8 +1,9 @@
 //! `cargo xtask <command>`: project automation.
 //!
-//! - `conformance [--record] [--codex PATH] [--limit N]`: record the real server's answers into
-//!   `tests/corpus/conformance.jsonl` (`--record`), or replay the corpus live and report how many
-//!   recorded expectations still hold.
+//! - `conformance [--record] [--codex PATH] [--limit N] [--dry-run]`: record the real server's
+//!   answers into `tests/corpus/conformance.jsonl` (`--record`; with `--limit`, a subset into
+//!   `target/conformance-limited.jsonl`), or replay the corpus live and report how many recorded
+//!   expectations still hold. `--dry-run` prints the generated cases without running them.
 //! - `probe [--codex PATH] [--write]`: facts the schema bundle lacks, asked of the binary
 //!   (printed, or written to `schema/facts/probed.json`).
 //! - `schema [--version V | --codex PATH] [--check]`: regenerate (or verify) `schema/` from the
@@ -17,7 +18,7 @@ mod server;
 mod ts_facts;
 
 const USAGE: &str = "usage: cargo xtask <command>
-  conformance [--record] [--codex PATH] [--limit N]
+  conformance [--record] [--codex PATH] [--limit N] [--dry-run]
   probe [--codex PATH] [--write]
   schema [--version V | --codex PATH] [--check]";
 

@@ -57,6 +57,57 @@ pub fn expected_list(msg: &str) -> Vec<String> {
         .collect()
 }
 
+/// The `expected ...` part of a serde `invalid type/value` message when it is not one serde
+/// itself or a derive writes (a custom `Visitor::expecting`, e.g. `path string`).
+fn custom_expecting(d: &str) -> Option<String> {
+    if !(d.starts_with("invalid type: ") || d.starts_with("invalid value: ")) {
+        return None;
+    }
+    let e = &d[d.rfind(", expected ")? + ", expected ".len()..];
+    const STANDARD: &[&str] = &[
+        "struct ",
+        "enum ",
+        "internally tagged enum ",
+        "adjacently tagged enum ",
+        "tuple",
+        "a string",
+        "a boolean",
+        "a sequence",
+        "a map",
+        "a character",
+        "a borrowed",
+        "a unit",
+        "unit",
+        "any value",
+        "option",
+        "map with a single key",
+        "variant identifier",
+        "variant index ",
+        "field identifier",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "isize",
+        "f32",
+        "f64",
+        "a nonzero",
+        "a valid",
+    ];
+    if STANDARD.iter().any(|p| e.starts_with(p)) {
+        None
+    } else {
+        Some(e.to_string())
+    }
+}
+
 /// `N` of `invalid length 0, expected struct X with N elements`.
 fn positional_len(msg: &str) -> Option<usize> {
     let i = msg.find(" with ")?;
@@ -327,6 +378,7 @@ pub fn probe_facts(codex: &Path) -> Value {
     let mut untagged: BTreeMap<String, Value> = BTreeMap::new();
     let mut gating = Map::new();
     let mut custom: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut expecting: BTreeMap<String, String> = BTreeMap::new();
     for (c, o) in cases.iter().zip(obs) {
         let Some(o) = o else {
             errors.push(Value::from(format!("{}: run failed", c.name)));
@@ -346,6 +398,9 @@ pub fn probe_facts(codex: &Path) -> Value {
         }
         if c.category == "experimental_gate" && msg.contains("experimentalApi") {
             gating.insert(c.name.clone(), Value::from(msg.clone()));
+        }
+        if let Some(e) = custom_expecting(&d) {
+            expecting.entry(e).or_insert_with(|| c.name.clone());
         }
         if matches!(last, Observed::Error(_))
             && msg.starts_with("Invalid request: ")
@@ -368,6 +423,15 @@ pub fn probe_facts(codex: &Path) -> Value {
             custom
                 .into_iter()
                 .map(|(k, v)| (k, json!({ "examples": v })))
+                .collect(),
+        ),
+    );
+    facts.insert(
+        "custom_expecting".into(),
+        Value::Object(
+            expecting
+                .into_iter()
+                .map(|(k, v)| (k, json!({ "example": v })))
                 .collect(),
         ),
     );
