@@ -272,7 +272,7 @@ impl Session {
             return v;
         };
         if kind == Kind::Response {
-            match protocol::check_response(&method, &obj["result"]) {
+            match protocol::check_response(&method, obj.get("result").unwrap_or(&Value::Null)) {
                 Some(Ok(paths)) => ignored.extend(paths),
                 Some(Err(e)) => v.violation = Some(e),
                 None => {}

@@ -6,6 +6,7 @@
 
 pub mod custom;
 pub mod engine;
+pub mod fuzz;
 pub mod track;
 
 pub use engine::{ErrorReply, Kind, Outcome, Session, Verdict};
