@@ -450,11 +450,19 @@ pub fn emit(m: &Model) -> String {
         .server_responses
         .iter()
         .map(|(method, t)| {
-            let ty = ident(&m.types[*t].ident);
+            let ty = e.path_of(*t);
             quote!(#method => Some(check::<#ty>(v)))
         })
         .collect();
     let resp_methods: Vec<&String> = m.server_responses.iter().map(|(s, _)| s).collect();
+    let result_arms: Vec<TokenStream> = m
+        .client_results
+        .iter()
+        .map(|(method, t)| {
+            let ty = e.path_of(*t);
+            quote!(#method => Some(check::<#ty>(v)))
+        })
+        .collect();
     let exp_methods = &m.experimental_methods;
     let exp_fields: Vec<TokenStream> = m
         .experimental_fields
@@ -490,6 +498,19 @@ pub fn emit(m: &Model) -> String {
                 Ok(out)
             }
             match method { #(#resp_arms,)* _ => None }
+        }
+
+        /// Checks the server's `result` for a client request of `method` (schema drift).
+        pub fn check_result(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
+            fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value) -> Result<Vec<String>, String> {
+                T::deserialize(v).map_err(|e| e.to_string())?;
+                let mut p = JsonPath::root();
+                p.key("result");
+                let mut out = Vec::new();
+                T::track(v, &mut p, &mut out);
+                Ok(out)
+            }
+            match method { #(#result_arms,)* _ => None }
         }
         #(#items)*
     };

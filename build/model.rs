@@ -92,6 +92,8 @@ pub struct Model {
     pub client_methods: Vec<String>,
     /// Server→client request method → the type of the client's response.
     pub server_responses: Vec<(String, usize)>,
+    /// Client request method → the type of the server's result (`XParams` → `XResponse`).
+    pub client_results: Vec<(String, usize)>,
     /// Methods present only in the `--experimental` bundle.
     pub experimental_methods: Vec<String>,
     /// Per stable method: params fields present only in the `--experimental` bundle.
@@ -1131,6 +1133,19 @@ impl Model {
         for k in keys {
             b.def(&k)?;
         }
+        let mut client_results = Vec::new();
+        for (method, member) in request_members(&b.defs, "ClientRequest") {
+            let Some(params) = params_key(&member) else {
+                continue;
+            };
+            let Some(stem) = params.strip_suffix("Params") else {
+                continue;
+            };
+            let resp = format!("{stem}Response");
+            if b.defs.contains_key(&resp) {
+                client_results.push((method, b.def(&resp)?));
+            }
+        }
         let mut server_responses = Vec::new();
         for (method, member) in request_members(&b.defs, "ServerRequest") {
             let Some(params) = params_key(&member) else {
@@ -1195,6 +1210,7 @@ impl Model {
             }
         }
         Ok(Model {
+            client_results,
             experimental_variants,
             types: b.types,
             client_methods,

@@ -122,6 +122,8 @@ pub struct Session {
     experimental: bool,
     /// Server→client requests awaiting the client's response: id (as JSON text) → method.
     pending: HashMap<String, String>,
+    /// Accepted client requests awaiting the server's result: id (as JSON text) → method.
+    awaiting: HashMap<String, String>,
 }
 
 impl Session {
@@ -244,6 +246,7 @@ impl Session {
             }
         }
         ClientRequest::track(&typed, &mut JsonPath::root(), ignored);
+        self.awaiting.insert(id.to_string(), method.to_string());
         Verdict::new(Kind::Request, Outcome::Accepted)
     }
 
@@ -279,6 +282,100 @@ impl Session {
             }
         }
         v.reply_to = Some(method);
+        v
+    }
+}
+
+impl Session {
+    /// One line the *server* wrote (server→client), checked against the schema: a message the
+    /// schema does not allow is a `violation` (schema drift, or a fake that lies), keys the
+    /// schema does not declare are `ignored`. A server request is remembered so that the
+    /// client's response to it is checked by [`Session::feed`]; a result is checked against
+    /// the response type of the client request it answers.
+    pub fn feed_server(&mut self, line: &[u8]) -> Verdict {
+        let text = match std::str::from_utf8(line) {
+            Ok(t) => t.strip_suffix('\r').unwrap_or(t),
+            Err(e) => {
+                let mut v = Verdict::new(Kind::Unparsed, Outcome::NoReply);
+                v.violation = Some(format!("not UTF-8: {e}"));
+                return v;
+            }
+        };
+        let msg: Value = match serde_json::from_str(text) {
+            Ok(m) => m,
+            Err(e) => {
+                let mut v = Verdict::new(Kind::Unparsed, Outcome::NoReply);
+                v.violation = Some(format!("not JSON: {e}"));
+                return v;
+            }
+        };
+        self.feed_server_value(&msg)
+    }
+
+    /// [`Session::feed_server`] for an already parsed message.
+    pub fn feed_server_value(&mut self, msg: &Value) -> Verdict {
+        let mut v = Verdict::new(Kind::Unparsed, Outcome::NoReply);
+        let Some(obj) = msg.as_object() else {
+            v.violation = Some("not a JSON object".into());
+            return v;
+        };
+        let id = obj.get("id").cloned();
+        let method = obj
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut root = JsonPath::root();
+        let check = |r: Result<Vec<String>, String>, v: &mut Verdict| match r {
+            Ok(paths) => v.ignored = paths,
+            Err(e) => v.violation = Some(e),
+        };
+        match (&id, &method) {
+            (Some(id), Some(m)) => {
+                v.kind = Kind::Request;
+                let mut typed = obj.clone();
+                typed.remove("jsonrpc");
+                let typed = Value::Object(typed);
+                match protocol::ServerRequest::deserialize(&typed) {
+                    Ok(_) => {
+                        protocol::ServerRequest::track(&typed, &mut root, &mut v.ignored);
+                        self.expect_response(id, m);
+                    }
+                    Err(e) => v.violation = Some(e.to_string()),
+                }
+            }
+            (None, Some(_)) => {
+                v.kind = Kind::Notification;
+                let mut typed = obj.clone();
+                typed.remove("jsonrpc");
+                let typed = Value::Object(typed);
+                match protocol::ServerNotification::deserialize(&typed) {
+                    Ok(_) => protocol::ServerNotification::track(&typed, &mut root, &mut v.ignored),
+                    Err(e) => v.violation = Some(e.to_string()),
+                }
+            }
+            (Some(id), None) if obj.contains_key("result") => {
+                v.kind = Kind::Response;
+                if let Some(m) = self.awaiting.remove(&id.to_string()) {
+                    if let Some(r) = protocol::check_result(&m, &obj["result"]) {
+                        check(r, &mut v);
+                    }
+                    v.reply_to = Some(m);
+                }
+            }
+            (Some(id), None) if obj.contains_key("error") => {
+                v.kind = Kind::Error;
+                if let Err(e) = protocol::JSONRPCError::deserialize(msg) {
+                    v.violation = Some(e.to_string());
+                }
+                v.reply_to = self.awaiting.remove(&id.to_string());
+            }
+            _ => {
+                v.violation =
+                    Some("neither a request, a notification, a result nor an error".into())
+            }
+        }
+        v.id = id;
+        v.method = method;
         v
     }
 }
