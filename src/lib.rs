@@ -8,6 +8,7 @@ pub mod custom;
 pub mod engine;
 pub mod fuzz;
 pub mod track;
+pub mod validate;
 
 pub use engine::{ErrorReply, Kind, Outcome, Session, Verdict};
 

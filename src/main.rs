@@ -1,15 +1,14 @@
-//! `codex-wire`: validate captured client traffic against the real server's rules.
+//! `codex-wire`: a thin CLI over the library.
 
-use codex_wire::{Kind, Outcome, Session};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: codex-wire validate [--format json] [FILE|-]";
+const USAGE: &str = "usage: codex-wire <command>
+  validate [--format json] [FILE|-]   check captured client traffic";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("validate") => validate(&args[1..]),
+        Some("validate") => codex_wire::validate::main(&args[1..]),
         Some("--version") => {
             println!("codex-wire {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -18,82 +17,5 @@ fn main() -> ExitCode {
             eprintln!("{USAGE}");
             ExitCode::from(2)
         }
-    }
-}
-
-fn validate(args: &[String]) -> ExitCode {
-    let mut input: Option<&str> = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--format" => match it.next().map(String::as_str) {
-                Some("json") => {}
-                _ => {
-                    eprintln!("codex-wire: --format takes `json`\n{USAGE}");
-                    return ExitCode::from(2);
-                }
-            },
-            s if input.is_none() => input = Some(s),
-            s => {
-                eprintln!("codex-wire: unexpected argument `{s}`\n{USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let reader: Box<dyn Read> = match input {
-        None | Some("-") => Box::new(std::io::stdin()),
-        Some(path) => match std::fs::File::open(path) {
-            Ok(f) => Box::new(f),
-            Err(e) => {
-                eprintln!("codex-wire: cannot read {path}: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let mut reader = BufReader::new(reader);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut session = Session::new();
-    let mut findings = false;
-    let mut buf = Vec::new();
-    let mut n = 0u64;
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                eprintln!("codex-wire: read error: {e}");
-                return ExitCode::from(2);
-            }
-        }
-        n += 1;
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let v = session.feed(line);
-        findings |= !v.is_clean();
-        let record = serde_json::json!({
-            "line": n,
-            "kind": v.kind.as_str(),
-            "id": v.id,
-            "method": v.method,
-            "error": v.error().map(|e| e.error_object()),
-            "ignored": v.ignored,
-            "closes": v.outcome == Outcome::Close,
-        });
-        if writeln!(out, "{record}").is_err() {
-            return ExitCode::from(2);
-        }
-        if v.outcome == Outcome::Close {
-            break;
-        }
-        let _ = Kind::Request;
-    }
-    if out.flush().is_err() {
-        return ExitCode::from(2);
-    }
-    if findings {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
     }
 }
