@@ -6,6 +6,7 @@
 //!   expectations still hold. `--dry-run` prints the generated cases without running them.
 //! - `probe [--codex PATH] [--write]`: facts the schema bundle lacks, asked of the binary
 //!   (printed, or written to `schema/facts/probed.json`).
+//! - `test`: install the pinned binary, run every test, then the live differential conformance.
 //! - `schema [--version V | --codex PATH] [--check]`: regenerate (or verify) `schema/` from the
 //!   real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`, VERSION, PROVENANCE.md.
 
@@ -15,12 +16,14 @@ mod gen;
 mod probe;
 mod schema_cmd;
 mod server;
+mod test_cmd;
 mod ts_facts;
 
 const USAGE: &str = "usage: cargo xtask <command>
   conformance [--record] [--codex PATH] [--limit N] [--dry-run]
   probe [--codex PATH] [--write]
-  schema [--version V | --codex PATH] [--check]";
+  schema [--version V | --codex PATH] [--check]
+  test [cargo test args]   install the pinned codex, run all tests and the live differential";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,6 +32,7 @@ fn main() {
         Some("conformance") => conformance::main(rest),
         Some("probe") => probe::main(rest),
         Some("schema") => schema_cmd::run(rest),
+        Some("test") => test_cmd::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())
