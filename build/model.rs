@@ -235,6 +235,7 @@ impl Facts {
                 for (k, v) in m {
                     match (merged.get_mut(&k), v) {
                         (Some(Value::Object(dst)), Value::Object(src)) => dst.extend(src),
+                        (Some(Value::Array(dst)), Value::Array(src)) => dst.extend(src),
                         (_, v) => {
                             merged.insert(k, v);
                         }

@@ -783,12 +783,24 @@ impl Gen<'_> {
     /// Mutations of the value at `path` (which exists in `base`), described by node `n`.
     fn mutate_value(&mut self, base: &Value, path: &[Seg], n: &Node, name: &str) {
         let p = path_text(path);
+        let string_ptr = match &n.shape {
+            Shape::Str => Some(n.ptr.clone()),
+            Shape::Nullable(i) if matches!(i.shape, Shape::Str) => Some(i.ptr.clone()),
+            _ => None,
+        };
         for t in wrong_types(n) {
             self.emit(
                 "wrong_type",
                 &format!("type:{p}={t}"),
                 Some(&with(base, path, wrong_value(t))),
             );
+            // A number where a string goes tells `String` (`a string`) from `PathBuf`
+            // (`path string`): the probe records the pointer of such fields.
+            if t == "number" && !self.quiet {
+                if let (Some(ptr), Some(c)) = (&string_ptr, self.out.last_mut()) {
+                    c.ptr = Some(ptr.clone());
+                }
+            }
         }
         let inner = match &n.shape {
             Shape::Nullable(i) => i.as_ref(),

@@ -376,6 +376,7 @@ pub fn probe_facts(codex: &Path) -> Value {
     let obs = server::run_cases(codex, &lines, &solo);
 
     let mut untagged: BTreeMap<String, Value> = BTreeMap::new();
+    let mut path_fields: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let mut gating = Map::new();
     let mut custom: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut expecting: BTreeMap<String, String> = BTreeMap::new();
@@ -394,6 +395,11 @@ pub fn probe_facts(codex: &Path) -> Value {
                 untagged
                     .entry(ptr.clone())
                     .or_insert_with(|| json!({ "name": name, "example": c.name }));
+            }
+        }
+        if c.category == "wrong_type" && d.ends_with("expected path string") {
+            if let Some(ptr) = &c.ptr {
+                path_fields.insert(format!("#{ptr}"));
             }
         }
         if c.category == "experimental_gate" && msg.contains("experimentalApi") {
@@ -417,6 +423,11 @@ pub fn probe_facts(codex: &Path) -> Value {
         Value::Object(untagged.into_iter().collect()),
     );
     facts.insert("experimental_gating".into(), Value::Object(gating));
+    // Strings that are `PathBuf` in the server (`expected path string`), by schema pointer.
+    facts.insert(
+        "path_fields".into(),
+        Value::Array(path_fields.into_iter().map(Value::from).collect()),
+    );
     facts.insert(
         "custom_messages".into(),
         Value::Object(
