@@ -6,7 +6,9 @@
 
 pub mod custom;
 pub mod engine;
+pub mod fake;
 pub mod fuzz;
+pub mod proxy;
 pub mod track;
 pub mod validate;
 

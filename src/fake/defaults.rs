@@ -1,0 +1,241 @@
+//! Results for methods the fake does not implement: a result the real server gave in the
+//! captured session when there is one, else the minimal value valid for the method's response
+//! schema (required fields only; nullable → `null`, first enum value, first variant).
+
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+static BUNDLE: &str = include_str!("../../schema/json/codex_app_server_protocol.schemas.json");
+static REAL_SESSION: &str = include_str!("../../tests/corpus/real_session.jsonl");
+
+struct Schema {
+    /// Every definition by name (the bundle nests the v2 ones under `definitions.v2`).
+    defs: Map<String, Value>,
+    /// Client request method → response type name.
+    responses: HashMap<String, String>,
+    /// Client request method → result the real server sent in the captured session.
+    captured: HashMap<String, Value>,
+}
+
+fn schema() -> &'static Schema {
+    static S: OnceLock<Schema> = OnceLock::new();
+    S.get_or_init(|| {
+        let bundle: Value = serde_json::from_str(BUNDLE).unwrap_or(Value::Null);
+        let mut defs = bundle["definitions"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(Value::Object(v2)) = defs.remove("v2") {
+            defs.extend(v2);
+        }
+        let mut responses = HashMap::new();
+        for member in defs["ClientRequest"]["oneOf"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let method = member["properties"]["method"]["enum"][0].as_str();
+            let params = member["properties"]["params"]["$ref"].as_str();
+            if let (Some(m), Some(p)) = (method, params) {
+                let stem = ref_name(p);
+                let resp = format!("{}Response", stem.strip_suffix("Params").unwrap_or(stem));
+                if defs.contains_key(&resp) {
+                    responses.insert(m.to_string(), resp);
+                }
+            }
+        }
+        Schema {
+            defs,
+            responses,
+            captured: captured(),
+        }
+    })
+}
+
+fn captured() -> HashMap<String, Value> {
+    let mut methods = HashMap::new();
+    let mut out = HashMap::new();
+    for line in REAL_SESSION.lines() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(Ok(msg)) = entry["line"].as_str().map(serde_json::from_str::<Value>) else {
+            continue;
+        };
+        let id = msg["id"].to_string();
+        match (entry["dir"].as_str(), msg["method"].as_str()) {
+            (Some("in"), Some(m)) => {
+                methods.insert(id, m.to_string());
+            }
+            (Some("out"), None) if msg.get("result").is_some() => {
+                if let Some(m) = methods.get(&id) {
+                    out.insert(m.clone(), msg["result"].clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn ref_name(r: &str) -> &str {
+    r.rsplit('/').next().unwrap_or(r)
+}
+
+/// The default result for `method`.
+pub fn result_for(method: &str) -> Value {
+    let s = schema();
+    // Results that depend on the session (threads, paths) are not replayed from the capture.
+    const LIVE: &[&str] = &["thread/start", "initialize", "skills/list"];
+    if !LIVE.contains(&method) {
+        if let Some(v) = s.captured.get(method).and_then(|v| schema_clean(method, v)) {
+            return v;
+        }
+    }
+    match s.responses.get(method).and_then(|r| s.defs.get(r)) {
+        Some(def) => minimal(def, 0, false),
+        None => json!({}),
+    }
+}
+
+/// The captured result without the keys the schema does not declare (the real server sends a
+/// few the bundle lacks; the fake only sends what the schema allows). None if still not clean.
+fn schema_clean(method: &str, v: &Value) -> Option<Value> {
+    let mut v = v.clone();
+    for _ in 0..3 {
+        match crate::protocol::check_result(method, &v) {
+            None => return Some(v),
+            Some(Ok(paths)) if paths.is_empty() => return Some(v),
+            Some(Ok(paths)) => {
+                for p in paths {
+                    remove_path(&mut v, p.strip_prefix("$.result").unwrap_or(&p));
+                }
+            }
+            Some(Err(_)) => return None,
+        }
+    }
+    None
+}
+
+/// Removes the key at a tracker path such as `.config.mcp_servers` or `.data[0].extra`.
+fn remove_path(v: &mut Value, path: &str) {
+    let mut segs: Vec<&str> = Vec::new();
+    for part in path.split('.').filter(|s| !s.is_empty()) {
+        let mut rest = part;
+        while let Some(i) = rest.find('[') {
+            if i > 0 {
+                segs.push(&rest[..i]);
+            }
+            let end = rest[i..].find(']').map(|e| i + e + 1).unwrap_or(rest.len());
+            segs.push(&rest[i..end]);
+            rest = &rest[end..];
+        }
+        if !rest.is_empty() {
+            segs.push(rest);
+        }
+    }
+    let Some((last, parents)) = segs.split_last() else {
+        return;
+    };
+    let mut cur = v;
+    for seg in parents {
+        let next = match seg.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+            Some(n) => n.parse::<usize>().ok().and_then(|n| cur.get_mut(n)),
+            None => cur.get_mut(*seg),
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return,
+        }
+    }
+    if let Some(o) = cur.as_object_mut() {
+        o.shift_remove(*last);
+    }
+}
+
+/// The minimal valid value of a schema node.
+pub fn minimal_of(def_name: &str) -> Value {
+    schema()
+        .defs
+        .get(def_name)
+        .map(|d| minimal(d, 0, false))
+        .unwrap_or(Value::Null)
+}
+
+fn minimal(node: &Value, depth: usize, path_like: bool) -> Value {
+    // The schema is finite but recursive types exist; required fields never loop in practice,
+    // the bound keeps a broken bundle from recursing forever.
+    if depth > 40 {
+        return Value::Null;
+    }
+    let s = schema();
+    let Some(obj) = node.as_object() else {
+        return Value::Null; // `true`: any JSON value
+    };
+    if let Some(r) = obj.get("$ref").and_then(Value::as_str) {
+        let name = ref_name(r);
+        let path_like = path_like || name.contains("Path");
+        return s
+            .defs
+            .get(name)
+            .map(|d| minimal(d, depth + 1, path_like))
+            .unwrap_or(Value::Null);
+    }
+    if let Some(c) = obj.get("const") {
+        return c.clone();
+    }
+    if let Some(Value::Array(vs)) = obj.get("enum") {
+        return vs.first().cloned().unwrap_or(Value::Null);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(vs)) = obj.get(key) {
+            if vs.iter().any(|v| v["type"] == "null") {
+                return Value::Null;
+            }
+            return vs
+                .first()
+                .map(|v| minimal(v, depth + 1, path_like))
+                .unwrap_or(Value::Null);
+        }
+    }
+    let types: Vec<&str> = match obj.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ if obj.contains_key("properties") => vec!["object"],
+        _ => vec![],
+    };
+    if types.contains(&"null") {
+        return Value::Null;
+    }
+    match types.first().copied() {
+        Some("string") if path_like => json!("/"),
+        Some("string") => json!(""),
+        Some("integer") | Some("number") => json!(0),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        Some("object") => {
+            let mut out = Map::new();
+            let props = obj.get("properties").and_then(Value::as_object);
+            for name in obj
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                let sub = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
+                out.insert(name.to_string(), minimal(sub, depth + 1, path_like));
+            }
+            Value::Object(out)
+        }
+        _ => Value::Null,
+    }
+}
+
+/// Every client request method the schema knows, for tests.
+pub fn methods() -> Vec<String> {
+    let mut m: Vec<String> = schema().responses.keys().cloned().collect();
+    m.sort();
+    m
+}

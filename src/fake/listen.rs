@@ -1,0 +1,335 @@
+//! Transports: stdio (newline-delimited JSON), and WebSocket over TCP (`ws://IP:PORT`) or over
+//! a Unix socket (`unix://PATH`), as the real server serves them. Signals are turned into
+//! transcript entries by a dedicated thread.
+
+use super::server::{Conn, Fake, Next, Sink};
+use super::Args;
+use serde_json::json;
+use std::io::{self, BufRead, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+use tungstenite::protocol::{Role, WebSocket};
+use tungstenite::Message;
+
+pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
+    let fake = Fake::new(dir);
+    // SAFETY: getppid has no preconditions.
+    let ppid = unsafe { libc::getppid() };
+    fake.record(json!({"event": "spawn", "argv": args, "ppid": ppid}));
+    watch_signals(fake.clone());
+    let listen = a.listen.as_deref().unwrap_or("stdio://");
+    if listen == "stdio://" || listen == "stdio" || listen == "-" {
+        return stdio(fake);
+    }
+    let token = match (&a.ws_auth, &a.ws_token_file) {
+        (None, _) => None,
+        (Some(m), Some(f)) if m == "capability-token" => match std::fs::read_to_string(f) {
+            Ok(t) => Some(t.trim().to_string()),
+            Err(e) => {
+                eprintln!(
+                    "Error: failed to read websocket auth secret {}: {}",
+                    f.display(),
+                    e
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+        (Some(m), None) if m == "capability-token" => {
+            eprintln!("Error: `--ws-token-file` or `--ws-token-sha256` is required when `--ws-auth capability-token` is set");
+            return ExitCode::FAILURE;
+        }
+        (Some(m), _) => {
+            eprintln!("error: invalid value '{m}' for '--ws-auth <MODE>'");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(addr) = listen.strip_prefix("ws://") {
+        ws_tcp(fake, addr, token)
+    } else if let Some(path) = listen.strip_prefix("unix://") {
+        ws_unix(fake, Path::new(path), token)
+    } else {
+        eprintln!(
+            "error: unsupported --listen URL `{listen}` (stdio://, unix://PATH, ws://IP:PORT)"
+        );
+        ExitCode::from(2)
+    }
+}
+
+/// SIGTERM/SIGINT/SIGHUP are blocked in every thread and taken by `sigwait` here, so the exit
+/// is recorded before the process goes (a handler could not safely write the transcript).
+fn watch_signals(fake: Arc<Fake>) {
+    // SAFETY: plain libc signal-set calls on a zeroed local set; done before other threads
+    // start (except none), so every later thread inherits the mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let _ = std::thread::Builder::new()
+            .name("fake-signals".into())
+            .spawn(move || {
+                let mut sig: libc::c_int = 0;
+                if libc::sigwait(&set, &mut sig) == 0 {
+                    let how = match sig {
+                        libc::SIGTERM => "SIGTERM",
+                        libc::SIGINT => "SIGINT",
+                        _ => "SIGHUP",
+                    };
+                    fake.record(json!({"event": "exit", "how": how}));
+                    std::process::exit(128 + sig);
+                }
+            });
+    }
+}
+
+fn stdio(fake: Arc<Fake>) -> ExitCode {
+    let sink: Sink = Box::new(|line: &str| {
+        let mut out = io::stdout().lock();
+        out.write_all(line.as_bytes())?;
+        out.write_all(b"\n")?;
+        out.flush()
+    });
+    let conn = Conn::new(fake.clone(), sink);
+    let mut input = io::stdin().lock();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match input.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {
+                let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+                if conn.handle_line(line) == Next::Close {
+                    conn.close();
+                    fake.record(json!({"event": "exit", "how": "connection_closed"}));
+                    return ExitCode::SUCCESS;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    conn.close();
+    fake.record(json!({"event": "stdin_eof"}));
+    fake.record(json!({"event": "exit", "how": "stdin_eof"}));
+    ExitCode::SUCCESS
+}
+
+fn ws_tcp(fake: Arc<Fake>, addr: &str, token: Option<String>) -> ExitCode {
+    // Binds exactly the address given: `127.0.0.1:0` picks a free port, reported on stderr.
+    let listener = match TcpListener::bind(addr) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("Error: failed to bind {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    eprintln!("codex app-server (WebSockets)\n  listening on: ws://{local}\n  readyz: http://{local}/readyz\n  healthz: http://{local}/healthz");
+    fake.record(json!({"event": "listen", "url": format!("ws://{local}")}));
+    for stream in listener.incoming().flatten() {
+        let (fake, token) = (fake.clone(), token.clone());
+        let _ = std::thread::Builder::new().spawn(move || {
+            let s2 = stream.try_clone();
+            if let Ok(s2) = s2 {
+                serve_ws(fake, stream, move |d| s2.set_read_timeout(d), token);
+            }
+        });
+    }
+    ExitCode::SUCCESS
+}
+
+fn ws_unix(fake: Arc<Fake>, path: &Path, token: Option<String>) -> ExitCode {
+    let _ = std::fs::remove_file(path);
+    // The socket is created user-only: the umask covers the window between bind and chmod.
+    // SAFETY: umask only changes this process's file creation mask.
+    let old = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(path);
+    // SAFETY: as above, restoring the previous mask.
+    unsafe { libc::umask(old) };
+    let listener = match bound {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("Error: failed to bind {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+    fake.record(json!({"event": "listen", "url": format!("unix://{}", path.display())}));
+    for stream in listener.incoming().flatten() {
+        let (fake, token) = (fake.clone(), token.clone());
+        let _ = std::thread::Builder::new().spawn(move || {
+            if let Ok(s2) = stream.try_clone() {
+                serve_ws(fake, stream, move |d| s2.set_read_timeout(d), token);
+            }
+        });
+    }
+    ExitCode::SUCCESS
+}
+
+/// Reads the HTTP request head (up to the blank line), byte by byte so nothing of the
+/// WebSocket stream that follows is consumed.
+fn read_head(s: &mut impl Read) -> Option<String> {
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > 64 * 1024 || s.read(&mut b).ok()? == 0 {
+            return None;
+        }
+        head.push(b[0]);
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+fn http_date() -> String {
+    let secs = super::state::now_secs();
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MON: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        WD[days.rem_euclid(7) as usize],
+        d,
+        MON[(m - 1) as usize],
+        y,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The handshake as the real server answers it, then messages until either side closes.
+fn serve_ws<S: Read + Write + Send + 'static>(
+    fake: Arc<Fake>,
+    mut stream: S,
+    set_timeout: impl Fn(Option<Duration>) -> io::Result<()>,
+    token: Option<String>,
+) {
+    let _ = set_timeout(Some(Duration::from_secs(10)));
+    let Some(head) = read_head(&mut stream) else {
+        return;
+    };
+    let mut lines = head.split("\r\n");
+    let path = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("/")
+        .to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let upgrade = header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    let date = http_date();
+    if !upgrade {
+        let status = if path == "/healthz" || path == "/readyz" {
+            "200 OK"
+        } else {
+            "404 Not Found"
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\ncontent-length: 0\r\ndate: {date}\r\n\r\n"
+        );
+        return;
+    }
+    if let Some(token) = &token {
+        let given = header("authorization").and_then(|a| a.strip_prefix("Bearer "));
+        let refusal = match given {
+            None => Some("missing websocket bearer token"),
+            Some(g) if g.trim() != token => Some("invalid websocket bearer token"),
+            Some(_) => None,
+        };
+        if let Some(body) = refusal {
+            fake.record(json!({"event": "ws_refused", "reason": body}));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\ndate: {date}\r\n\r\n{body}",
+                body.len()
+            );
+            return;
+        }
+    }
+    let key = header("sec-websocket-key").unwrap_or_default();
+    let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
+    if write!(
+        stream,
+        "HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\nsec-websocket-accept: {accept}\r\ndate: {date}\r\n\r\n"
+    )
+    .is_err()
+    {
+        return;
+    }
+    let mut ws = WebSocket::from_raw_socket(stream, Role::Server, None);
+    let (tx, rx) = mpsc::channel::<String>();
+    let sink: Sink = Box::new(move |line: &str| {
+        tx.send(line.to_string())
+            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    });
+    let conn = Conn::new(fake.clone(), sink);
+    // Short read timeouts let this one thread both read frames and flush queued output.
+    let _ = set_timeout(Some(Duration::from_millis(5)));
+    'outer: loop {
+        while let Ok(line) = rx.try_recv() {
+            if ws.write(Message::text(line)).is_err() {
+                break 'outer;
+            }
+        }
+        if ws.flush().is_err() {
+            break;
+        }
+        match ws.read() {
+            Ok(Message::Text(t)) => {
+                if conn.handle_line(t.as_bytes()) == Next::Close {
+                    break;
+                }
+            }
+            Ok(Message::Binary(b)) => {
+                if conn.handle_line(&b) == Next::Close {
+                    break;
+                }
+            }
+            Ok(Message::Close(_)) => break,
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    conn.close();
+    fake.record(json!({"event": "ws_closed"}));
+}

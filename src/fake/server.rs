@@ -1,0 +1,653 @@
+//! One fake process ([`Fake`]) and its connections ([`Conn`]): every inbound line goes through
+//! the engine first; only lines the real server would accept reach a handler.
+
+use super::defaults;
+use super::state::{now_ms, now_secs, scenario, Store, Transcript};
+use super::turns::{self, TurnCtl};
+use super::CLI_VERSION;
+use crate::engine::{Kind, Outcome, Session};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Locks a mutex even if a panicking thread poisoned it: the fake keeps serving.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The process-wide state: files, loaded threads and running turns (shared by connections,
+/// as in the real server).
+pub struct Fake {
+    pub dir: PathBuf,
+    pub transcript: Transcript,
+    pub store: Store,
+    pub cwd: PathBuf,
+    /// Threads started, resumed or forked by this process: the only ones turns can run on.
+    loaded: Mutex<HashSet<String>>,
+    /// Running turn per thread.
+    pub active: Mutex<HashMap<String, Arc<TurnCtl>>>,
+}
+
+impl Fake {
+    pub fn new(dir: PathBuf) -> Arc<Self> {
+        Arc::new(Fake {
+            transcript: Transcript::new(dir.join("transcript.jsonl")),
+            store: Store::new(&dir),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            dir,
+            loaded: Mutex::new(HashSet::new()),
+            active: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn record(&self, entry: Value) {
+        self.transcript.record(entry);
+    }
+}
+
+/// Where a connection's outbound lines go (stdout, a socket, a WebSocket writer).
+pub type Sink = Box<dyn FnMut(&str) -> std::io::Result<()> + Send>;
+
+pub struct Conn {
+    pub fake: Arc<Fake>,
+    sink: Mutex<Sink>,
+    session: Mutex<Session>,
+    /// Server→client requests in flight: id (JSON text) → the client's reply once it arrives.
+    pending: Mutex<HashMap<String, Option<Value>>>,
+    replied: Condvar,
+    next_id: AtomicI64,
+    closed: AtomicBool,
+    client_name: Mutex<String>,
+}
+
+/// What the transport loop does after a line.
+#[derive(PartialEq, Eq, Debug)]
+pub enum Next {
+    Continue,
+    Close,
+}
+
+impl Conn {
+    pub fn new(fake: Arc<Fake>, sink: Sink) -> Arc<Self> {
+        Arc::new(Conn {
+            fake,
+            sink: Mutex::new(sink),
+            session: Mutex::new(Session::new()),
+            pending: Mutex::new(HashMap::new()),
+            replied: Condvar::new(),
+            next_id: AtomicI64::new(0),
+            closed: AtomicBool::new(false),
+            client_name: Mutex::new("codex".into()),
+        })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The transport ended: wake every turn waiting for a reply.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _g = lock(&self.pending);
+        self.replied.notify_all();
+    }
+
+    /// Records and writes one message. A dead peer is not an error for the fake.
+    pub fn send(&self, msg: Value) {
+        let line = msg.to_string();
+        self.fake.record(json!({"dir": "out", "msg": msg}));
+        let mut sink = lock(&self.sink);
+        if sink(&line).is_err() {
+            drop(sink);
+            self.close();
+        }
+    }
+
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(json!({"method": method, "params": params, "emittedAtMs": now_ms()}));
+    }
+
+    fn result(&self, id: &Value, result: Value) {
+        self.send(json!({"id": id, "result": result}));
+    }
+
+    fn error(&self, id: &Value, message: String) {
+        self.send(json!({"error": {"code": -32600, "message": message}, "id": id}));
+    }
+
+    /// Sends a server→client request and blocks until the client answers (the engine checks
+    /// the answer against the method's response type), the connection closes, or `timeout`.
+    pub fn server_request(&self, method: &str, params: Value, timeout: Duration) -> Option<Value> {
+        let id = json!(self.next_id.fetch_add(1, Ordering::SeqCst));
+        let key = id.to_string();
+        lock(&self.session).expect_response(&id, method);
+        lock(&self.pending).insert(key.clone(), None);
+        self.send(json!({"id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + timeout;
+        let mut pending = lock(&self.pending);
+        loop {
+            if let Some(Some(reply)) = pending.get(&key) {
+                let reply = reply.clone();
+                pending.remove(&key);
+                return Some(reply);
+            }
+            let now = Instant::now();
+            if self.is_closed() || now >= deadline {
+                pending.remove(&key);
+                drop(pending);
+                self.fake.record(
+                    json!({"event": "server_request_unanswered", "method": method, "id": id}),
+                );
+                return None;
+            }
+            pending = self
+                .replied
+                .wait_timeout(pending, deadline - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    /// One inbound line (without its newline).
+    pub fn handle_line(self: &Arc<Self>, line: &[u8]) -> Next {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            // No reply from the real server either; nothing worth a transcript entry.
+            return Next::Continue;
+        }
+        let verdict = lock(&self.session).feed(line);
+        let text = String::from_utf8_lossy(line);
+        let msg = serde_json::from_str::<Value>(text.trim_end_matches('\r')).ok();
+        let mut entry = Map::new();
+        entry.insert("dir".into(), json!("in"));
+        match &msg {
+            Some(m) if verdict.kind != Kind::Unparsed => entry.insert("msg".into(), m.clone()),
+            _ => entry.insert("raw".into(), json!(text)),
+        };
+        if let Some(r) = &verdict.reply_to {
+            entry.insert("reply_to".into(), json!(r));
+        }
+        if !verdict.ignored.is_empty() {
+            entry.insert("ignored".into(), json!(verdict.ignored));
+        }
+        let violation = match (&verdict.outcome, verdict.kind) {
+            (Outcome::Close, _) => Some("invalid UTF-8: the server closes the connection".into()),
+            (Outcome::Reply(e), _) => Some(e.message.clone()),
+            (_, Kind::Unparsed) if msg.is_none() => Some("not JSON".into()),
+            (_, Kind::Unparsed) => Some("not a JSON-RPC message".into()),
+            (_, Kind::Notification) => msg.as_ref().and_then(unknown_notification),
+            (_, Kind::Response | Kind::Error) if verdict.reply_to.is_none() => {
+                Some("response to unknown server request id".into())
+            }
+            _ => verdict.violation.clone(),
+        };
+        if let Some(v) = violation {
+            entry.insert("violation".into(), json!(v));
+        }
+        self.fake.record(Value::Object(entry));
+        match verdict.outcome {
+            Outcome::Close => return Next::Close,
+            Outcome::Reply(e) => {
+                let line = e.line();
+                let mut sink = lock(&self.sink);
+                self.fake.record(json!({"dir": "out", "msg": serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)}));
+                if sink(&line).is_err() {
+                    drop(sink);
+                    self.close();
+                }
+            }
+            Outcome::NoReply => {
+                if matches!(verdict.kind, Kind::Response | Kind::Error) {
+                    if let (Some(id), Some(m)) = (&verdict.id, msg) {
+                        let mut pending = lock(&self.pending);
+                        if let Some(slot) = pending.get_mut(&id.to_string()) {
+                            *slot = Some(m);
+                            self.replied.notify_all();
+                        }
+                    }
+                }
+            }
+            Outcome::Accepted => {
+                let m = msg.unwrap_or(Value::Null);
+                let id = verdict.id.clone().unwrap_or(Value::Null);
+                let method = verdict.method.clone().unwrap_or_default();
+                let params = m.get("params").cloned().unwrap_or(Value::Null);
+                self.dispatch(&id, &method, &params);
+            }
+        }
+        Next::Continue
+    }
+
+    fn dispatch(self: &Arc<Self>, id: &Value, method: &str, params: &Value) {
+        // A scripted answer in scenario.json wins over everything but initialize.
+        if method != "initialize" {
+            let sc = scenario(&self.fake.dir);
+            if let Some(s) = sc["methods"].get(method) {
+                if let Some(e) = s.get("error") {
+                    let code = e["code"].as_i64().unwrap_or(-32600);
+                    let message = e["message"].as_str().unwrap_or("scripted error");
+                    self.send(json!({"error": {"code": code, "message": message}, "id": id}));
+                } else {
+                    self.result(id, s.get("result").cloned().unwrap_or_else(|| json!({})));
+                }
+                return;
+            }
+        }
+        let r = match method {
+            "initialize" => self.initialize(id, params),
+            "thread/start" => self.thread_start(id, params),
+            "thread/resume" => self.thread_resume(id, params),
+            "thread/fork" => self.thread_fork(id, params),
+            "thread/read" => self.thread_read(id, params),
+            "thread/list" => self.thread_list(id, params),
+            "thread/archive" => self.thread_archive(id, params, true),
+            "thread/unarchive" => self.thread_archive(id, params, false),
+            "thread/name/set" => self.thread_name_set(id, params),
+            "thread/goal/set" => self.goal_set(id, params),
+            "thread/goal/get" => self.goal_get(id, params),
+            "thread/goal/clear" => self.goal_clear(id, params),
+            "turn/start" => self.turn_start(id, params),
+            "turn/interrupt" => self.turn_interrupt(id, params),
+            "turn/steer" => self.turn_steer(id, params),
+            "thread/compact/start" => self.compact_start(id, params),
+            _ => Ok(self.result(id, defaults::result_for(method))),
+        };
+        if let Err(message) = r {
+            self.error(id, message);
+        }
+    }
+
+    // --- threads -------------------------------------------------------------------------------
+
+    fn initialize(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let name = params["clientInfo"]["name"].as_str().unwrap_or("codex");
+        let version = params["clientInfo"]["version"].as_str().unwrap_or("");
+        *lock(&self.client_name) = name.to_string();
+        let ua = format!(
+            "{name}/{CLI_VERSION} (codex-wire fake; {}) fake ({name}; {version})",
+            std::env::consts::ARCH
+        );
+        self.result(
+            id,
+            json!({"userAgent": ua, "codexHome": path_str(&self.fake.dir),
+                   "platformFamily": "unix", "platformOs": std::env::consts::OS}),
+        );
+        Ok(())
+    }
+
+    fn abs(&self, p: Option<&str>) -> String {
+        match p {
+            Some(p) if Path::new(p).is_absolute() => p.to_string(),
+            Some(p) => path_str(&self.fake.cwd.join(p)),
+            None => path_str(&self.fake.cwd),
+        }
+    }
+
+    /// The full `Thread` object, shaped like the real server's.
+    pub fn thread_payload(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
+        let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        let status = if lock(&self.fake.active).contains_key(thread_id) {
+            json!({"type": "active", "activeFlags": []})
+        } else if lock(&self.fake.loaded).contains(thread_id) {
+            json!({"type": "idle"})
+        } else {
+            json!({"type": "notLoaded"})
+        };
+        let turns: Vec<Value> = if with_turns {
+            info["turns"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    json!({"id": t["id"], "items": t["items"], "status": t["status"],
+                           "error": t.get("error").cloned().unwrap_or(Value::Null),
+                           "startedAt": t.get("startedAt").cloned().unwrap_or(Value::Null),
+                           "completedAt": t.get("completedAt").cloned().unwrap_or(Value::Null),
+                           "durationMs": t.get("durationMs").cloned().unwrap_or(Value::Null)})
+                })
+                .collect()
+        } else {
+            vec![]
+        };
+        let created = info["createdAt"].as_i64().unwrap_or_else(now_secs);
+        let updated = info["updatedAt"].as_i64().unwrap_or(created);
+        json!({
+            "id": thread_id,
+            "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
+            "extra": null, "sessionId": thread_id,
+            "forkedFromId": info.get("forkedFromId").cloned().unwrap_or(Value::Null),
+            "attachedToThreadId": null, "parentThreadId": null,
+            "preview": info["preview"].as_str().unwrap_or(""),
+            "ephemeral": info["ephemeral"].as_bool().unwrap_or(false),
+            "section": null, "sectionEnteredAt": null, "projectId": null, "historyMode": "paginated",
+            "modelProvider": "openai", "model": model_of(info), "reasoningEffort": null,
+            "createdAt": created, "updatedAt": updated, "recencyAt": updated,
+            "status": status,
+            "path": path_str(&self.fake.dir.join("sessions").join(format!("rollout-{thread_id}.jsonl"))),
+            "cwd": cwd, "cliVersion": CLI_VERSION,
+            "originator": lock(&self.client_name).clone(), "source": "vscode",
+            "canAcceptDirectInput": true, "threadSource": null, "agentNickname": null,
+            "agentRole": null, "gitInfo": null,
+            "name": info.get("name").cloned().unwrap_or(Value::Null),
+            "daybreakEnabled": null,
+            "turns": turns,
+        })
+    }
+
+    /// `thread/start`, `thread/resume` and `thread/fork` results.
+    fn thread_response(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
+        let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        json!({
+            "thread": self.thread_payload(thread_id, info, with_turns),
+            "model": model_of(info), "modelProvider": "openai", "serviceTier": null,
+            "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": [cwd],
+            "instructionSources": [],
+            "approvalPolicy": info.get("approvalPolicy").cloned().unwrap_or(json!("on-request")),
+            "approvalsReviewer": "user",
+            "sandbox": {"type": "readOnly", "networkAccess": false},
+            "activePermissionProfile": {"id": ":read-only", "extends": null},
+            "reasoningEffort": null, "multiAgentMode": "explicitRequestOnly",
+        })
+    }
+
+    fn new_thread_info(&self, params: &Value) -> Value {
+        let now = now_secs();
+        let mut info = json!({
+            "createdAt": now, "updatedAt": now,
+            "cwd": self.abs(params["cwd"].as_str()), "turns": [],
+            "developerInstructions": params["developerInstructions"],
+            "model": params["model"],
+            "ephemeral": params["ephemeral"].as_bool().unwrap_or(false),
+        });
+        // Only the string policies are echoed; anything else keeps the default.
+        if params["approvalPolicy"].is_string() {
+            info["approvalPolicy"] = params["approvalPolicy"].clone();
+        }
+        info
+    }
+
+    fn thread_start(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let thread_id = uuid::Uuid::now_v7().to_string();
+        let info = self.new_thread_info(params);
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id] = info.clone());
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        self.result(id, self.thread_response(&thread_id, &info, false));
+        self.notify(
+            "thread/started",
+            json!({"thread": self.thread_payload(&thread_id, &info, false)}),
+        );
+        Ok(())
+    }
+
+    /// A stored thread, with the real server's errors for a bad or unknown id.
+    fn stored(&self, params: &Value, what: &str, missing: &str) -> Result<(String, Value), String> {
+        let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
+        check_uuid(&thread_id, what)?;
+        let forget = scenario(&self.fake.dir)["forget_threads"].as_bool() == Some(true);
+        match self.fake.store.load()["threads"].get(&thread_id) {
+            Some(info) if !forget => Ok((thread_id, info.clone())),
+            _ => Err(format!("{missing}{thread_id}")),
+        }
+    }
+
+    /// A thread this process has loaded (turns, goals, compaction need one).
+    fn loaded(&self, params: &Value) -> Result<(String, Value), String> {
+        let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
+        check_uuid(&thread_id, "thread")?;
+        let info = self.fake.store.load()["threads"].get(&thread_id).cloned();
+        match info {
+            Some(info) if lock(&self.fake.loaded).contains(&thread_id) => Ok((thread_id, info)),
+            _ => Err(format!("thread not found: {thread_id}")),
+        }
+    }
+
+    fn thread_resume(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) =
+            self.stored(params, "session", "no rollout found for thread id ")?;
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        let with_turns = params["excludeTurns"].as_bool() != Some(true);
+        self.result(id, self.thread_response(&thread_id, &info, with_turns));
+        Ok(())
+    }
+
+    fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (source, info) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        let thread_id = uuid::Uuid::now_v7().to_string();
+        let mut new = self.new_thread_info(params);
+        new["turns"] = info["turns"].clone();
+        new["preview"] = info["preview"].clone();
+        new["forkedFromId"] = json!(source);
+        if params["cwd"].is_null() {
+            new["cwd"] = info["cwd"].clone();
+        }
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id] = new.clone());
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        let with_turns = params["excludeTurns"].as_bool() != Some(true);
+        self.result(id, self.thread_response(&thread_id, &new, with_turns));
+        self.notify(
+            "thread/started",
+            json!({"thread": self.thread_payload(&thread_id, &new, false)}),
+        );
+        Ok(())
+    }
+
+    fn thread_read(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
+        let with_turns = params["includeTurns"].as_bool() == Some(true);
+        self.result(
+            id,
+            json!({"thread": self.thread_payload(&thread_id, &info, with_turns)}),
+        );
+        Ok(())
+    }
+
+    fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let archived = params["archived"].as_bool() == Some(true);
+        let data = self.fake.store.load();
+        let mut threads: Vec<(i64, Value)> = data["threads"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, info)| info["archived"].as_bool().unwrap_or(false) == archived)
+            .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
+            .map(|(tid, info)| {
+                let updated = info["updatedAt"].as_i64().unwrap_or(0);
+                (updated, self.thread_payload(tid, info, false))
+            })
+            .collect();
+        threads.sort_by_key(|(u, _)| std::cmp::Reverse(*u));
+        if let Some(limit) = params["limit"].as_u64() {
+            threads.truncate(limit as usize);
+        }
+        let data: Vec<Value> = threads.into_iter().map(|(_, t)| t).collect();
+        self.result(
+            id,
+            json!({"data": data, "readStates": {}, "nextCursor": null, "backwardsCursor": null}),
+        );
+        Ok(())
+    }
+
+    fn thread_archive(&self, id: &Value, params: &Value, archive: bool) -> Result<(), String> {
+        let (thread_id, _) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        let info = self.fake.store.update(|d| {
+            d["threads"][&thread_id]["archived"] = json!(archive);
+            d["threads"][&thread_id].clone()
+        });
+        if archive {
+            self.result(id, json!({}));
+            self.notify("thread/archived", json!({"threadId": thread_id}));
+        } else {
+            self.result(
+                id,
+                json!({"thread": self.thread_payload(&thread_id, &info, false)}),
+            );
+            self.notify("thread/unarchived", json!({"threadId": thread_id}));
+        }
+        Ok(())
+    }
+
+    fn thread_name_set(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        let name = params["name"].clone();
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id]["name"] = name.clone());
+        self.result(id, json!({}));
+        self.notify(
+            "thread/name/updated",
+            json!({"threadId": thread_id, "threadName": name}),
+        );
+        Ok(())
+    }
+
+    // --- goals ---------------------------------------------------------------------------------
+
+    fn goal_set(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.loaded(params)?;
+        let now = now_secs();
+        let mut goal = info["goal"].clone();
+        let fresh = !goal.is_object() || params["objective"].is_string();
+        if fresh {
+            goal = json!({"createdAt": now, "objective": "", "status": "active",
+                          "threadId": thread_id, "timeUsedSeconds": 0, "tokenBudget": null,
+                          "tokensUsed": 0, "updatedAt": now});
+        }
+        if let Some(o) = params["objective"].as_str() {
+            goal["objective"] = json!(o);
+        }
+        if params["status"].is_string() {
+            goal["status"] = params["status"].clone();
+        }
+        if !params["tokenBudget"].is_null() {
+            goal["tokenBudget"] = params["tokenBudget"].clone();
+        }
+        goal["updatedAt"] = json!(now);
+        let g = goal.clone();
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id]["goal"] = g.clone());
+        self.result(id, json!({"goal": goal}));
+        self.notify(
+            "thread/goal/updated",
+            json!({"threadId": thread_id, "turnId": null, "goal": goal}),
+        );
+        let running = lock(&self.fake.active).get(&thread_id).cloned();
+        match (goal["status"].as_str(), running) {
+            // A running goal sees the new status at its next rollover.
+            (Some(_), Some(ctl)) => ctl.set_goal_status(goal["status"].as_str().unwrap_or("")),
+            // An active goal on an idle thread starts running on its own, as in codex.
+            (Some("active"), None) => {
+                turns::start(self, &thread_id, None, true)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn goal_get(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (_, info) = self.loaded(params)?;
+        let goal = info.get("goal").cloned().unwrap_or(Value::Null);
+        self.result(id, json!({"goal": goal}));
+        Ok(())
+    }
+
+    fn goal_clear(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.loaded(params)?;
+        let had = info["goal"].is_object();
+        self.fake.store.update(|d| {
+            if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+                t.remove("goal");
+            }
+        });
+        self.result(id, json!({"cleared": had}));
+        if had {
+            self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        }
+        Ok(())
+    }
+
+    // --- turns ---------------------------------------------------------------------------------
+
+    fn turn_start(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.loaded(params)?;
+        turns::start_for_request(self, id, &thread_id, params)
+    }
+
+    fn active_turn(&self, params: &Value, what: &str) -> Result<Arc<TurnCtl>, String> {
+        let (thread_id, _) = self.loaded(params)?;
+        lock(&self.fake.active)
+            .get(&thread_id)
+            .cloned()
+            .ok_or_else(|| format!("no active turn to {what}"))
+    }
+
+    fn turn_interrupt(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let ctl = self.active_turn(params, "interrupt")?;
+        let want = params["turnId"].as_str().unwrap_or_default();
+        let current = ctl.turn_id();
+        if want != current {
+            return Err(format!(
+                "expected active turn id {want} but found {current}"
+            ));
+        }
+        ctl.interrupt();
+        self.result(id, json!({}));
+        Ok(())
+    }
+
+    fn turn_steer(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let ctl = self.active_turn(params, "steer")?;
+        let want = params["expectedTurnId"].as_str().unwrap_or_default();
+        let current = ctl.turn_id();
+        if want != current {
+            return Err(format!(
+                "expected active turn id `{want}` but found `{current}`"
+            ));
+        }
+        ctl.steer(params["input"].clone());
+        self.result(id, json!({"turnId": current}));
+        Ok(())
+    }
+
+    fn compact_start(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.loaded(params)?;
+        self.result(id, json!({}));
+        let script = json!({"steps": [{"kind": "compaction"}]});
+        turns::start(self, &thread_id, Some(script), false).map(|_| ())
+    }
+}
+
+fn model_of(info: &Value) -> String {
+    info["model"].as_str().unwrap_or("gpt-6.2-sol").to_string()
+}
+
+pub fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// `invalid thread id: <uuid parse error>`, the real server's text.
+fn check_uuid(id: &str, what: &str) -> Result<(), String> {
+    uuid::Uuid::parse_str(id)
+        .map(|_| ())
+        .map_err(|e| format!("invalid {what} id: {e}"))
+}
+
+/// A client notification the protocol does not know (the real server drops it silently).
+fn unknown_notification(msg: &Value) -> Option<String> {
+    let mut typed = Map::new();
+    typed.insert("method".into(), msg["method"].clone());
+    if !msg["params"].is_null() {
+        typed.insert("params".into(), msg["params"].clone());
+    }
+    match crate::protocol::ClientNotification::deserialize(&Value::Object(typed)) {
+        Ok(_) => None,
+        Err(e) => Some(format!("unknown or invalid notification: {e}")),
+    }
+}
