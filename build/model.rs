@@ -187,6 +187,9 @@ struct Facts {
     type_names: HashMap<String, String>,
     /// Pointers of enums with a `#[serde(other)]` variant.
     other_variants: HashSet<String>,
+    /// Pointers of structs the server deserializes from a map only (`expected struct X` for a
+    /// sequence: a flattened member or a custom visitor).
+    map_only: HashSet<String>,
     /// pointer → extra (hidden) properties the schema omits.
     hidden_fields: HashMap<String, Map<String, Value>>,
     /// pointer → type is `deny_unknown_fields` although the schema does not say so (or vice versa).
@@ -247,6 +250,15 @@ impl Facts {
             ts: obj_of(Some(&ts)),
             rust_type: str_map(merged.get("rust_type")),
             type_names: str_map(merged.get("type_names")),
+            map_only: merged
+                .get("map_only")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
             other_variants: merged
                 .get("other_variants")
                 .and_then(Value::as_array)
@@ -706,10 +718,19 @@ impl<'a> Builder<'a> {
                 };
                 variants.push((ident, key.clone(), body));
             }
-            let ordered = self.order_variants(
+            let mut ordered = self.order_variants(
                 ts_key,
                 &variants.iter().map(|v| v.1.clone()).collect::<Vec<_>>(),
             );
+            if let Some(all) = self.facts.variants.get(ptr) {
+                // Hidden unit variants (and aliases) the schema does not show, in declared order.
+                for name in all {
+                    if !variants.iter().any(|v| &v.1 == name) {
+                        variants.push((camel(name), name.clone(), Body::Unit));
+                    }
+                }
+                ordered = Some(all.clone());
+            }
             return Ok(Kind::Enum {
                 repr: Repr::External,
                 variants: reorder(variants, ordered),
@@ -816,6 +837,15 @@ impl<'a> Builder<'a> {
             fields.push(Field {
                 json: "__flatten".into(),
                 ty,
+                presence: Presence::Required,
+                flatten: true,
+            });
+        }
+        if self.facts.map_only.contains(ptr) {
+            // A flattened member that takes nothing makes serde refuse sequences.
+            fields.push(Field {
+                json: "__map_only".into(),
+                ty: Ty::Custom("MapOnly".into()),
                 presence: Presence::Required,
                 flatten: true,
             });

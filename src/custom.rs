@@ -45,7 +45,13 @@ macro_rules! leaf {
         }
     )*};
 }
-leaf!(AbsolutePathBuf, ReasoningEffort, ThreadId);
+leaf!(
+    AbsolutePathBuf,
+    ReasoningEffort,
+    ThreadId,
+    StrictAbsolutePath,
+    MapOnly
+);
 
 /// A `#[serde(default)]` field: deserialized exactly as `T`, absent without needing
 /// `T: Default` (the real types' defaults are values we never need, only the absence rule).
@@ -112,5 +118,33 @@ impl<'de> Deserialize<'de> for ThreadId {
         } else {
             Err(D::Error::custom(format!("invalid thread id: {s}")))
         }
+    }
+}
+
+/// A path that must be absolute, with the message of the server's own check (not the
+/// `AbsolutePathBuf` one): ``path `x` is not absolute``.
+#[derive(Debug)]
+pub struct StrictAbsolutePath(pub PathBuf);
+
+impl<'de> Deserialize<'de> for StrictAbsolutePath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let p = PathBuf::from(&s);
+        if p.is_absolute() {
+            Ok(StrictAbsolutePath(p))
+        } else {
+            Err(D::Error::custom(format!("path `{s}` is not absolute")))
+        }
+    }
+}
+
+/// A flattened member that takes no keys: the struct it is in then deserializes from maps
+/// only, like the server's types with a flattened or hand-written map visitor.
+#[derive(Debug)]
+pub struct MapOnly;
+
+impl<'de> Deserialize<'de> for MapOnly {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(serde::de::IgnoredAny).map(|_| MapOnly)
     }
 }

@@ -558,7 +558,7 @@ impl<'a> Ctx<'a> {
         self.started(&json!({"type": "agentMessage", "id": id, "text": "", "phase": phase}));
         let chars: Vec<char> = text.chars().collect();
         let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
-        let size = (chars.len() / chunks).max(1);
+        let size = chars.len().div_ceil(chunks).max(1);
         for chunk in chars.chunks(size) {
             let delta: String = chunk.iter().collect();
             self.notify(
@@ -618,13 +618,12 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// Sleeps, waking early for an interrupt.
+    /// Sleeps, waking early for steered input and interrupts.
     fn wait(&mut self, d: Duration) -> Result<(), End> {
         let end = Instant::now() + d;
         while Instant::now() < end {
-            if self.ctl.interrupted() || self.conn.is_closed() {
-                return Err(End::Interrupted);
-            }
+            // Steered input shows up while the model works; an interrupt wakes the turn.
+            self.check()?;
             std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
         }
         Ok(())

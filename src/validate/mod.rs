@@ -1,84 +1,559 @@
-//! `codex-wire validate`: check captured client→server traffic, one JSON message per line.
+//! `codex-wire validate`: what the real server makes of captured traffic, message by message.
+//!
+//! Inputs are plain client→server JSONL or transcripts (both directions, several sessions kept
+//! apart by `pid`). Input is read in batches of whole lines, so memory stays flat in the file
+//! size. Plain client input is checked on all cores: a client session's verdicts depend on
+//! the connection state only through the first accepted `initialize` (server requests, the
+//! other state, only appear in transcripts), so each batch runs in a fresh
+//! [`Session`] primed with that line, and a batch that guessed the state wrong (it started
+//! before the `initialize` was known) is checked again in order. Output stays in input order.
+
+pub mod glob;
+pub mod input;
+pub mod locate;
+pub mod report;
+pub mod traffic;
 
 use crate::{Outcome, Session};
-use std::io::{BufRead, BufReader, Read, Write};
+use input::{Batch, Batcher, Dir, Entry, Format};
+use report::{OutFormat, Record, Stats, Style};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, IsTerminal, Read, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: codex-wire validate [--format json] [FILE|-]";
+const USAGE: &str = "usage: codex-wire validate [OPTIONS] [FILE|-]...
+  --format json|human     output (default: human on a terminal, json otherwise)
+  --input raw|transcript  input format (default: detected per file)
+  --allow-ignored GLOB    ignored field paths the team sends knowingly (repeatable),
+                          e.g. 'params.input[*].priority' or '**.jsonrpc'
+  --jobs N                worker threads (default: the number of cores)
+exit: 0 clean, 1 findings, 2 usage or I/O error";
+
+/// Bytes of whole lines per batch: large enough to amortize hand-offs between threads,
+/// small enough that memory stays a few MB whatever the input size.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// Inputs bigger than this get a progress bar (on a terminal).
+const PROGRESS_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How to run a validation.
+#[derive(Clone)]
+pub struct Config {
+    pub format: OutFormat,
+    pub color: bool,
+    pub allow: Vec<glob::Glob>,
+    pub jobs: usize,
+    /// `None`: detect per input.
+    pub input: Option<Format>,
+    pub progress: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            format: OutFormat::Json,
+            color: false,
+            allow: Vec::new(),
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            input: None,
+            progress: false,
+        }
+    }
+}
 
 /// Entry point of `codex-wire validate ARGS…`.
 pub fn main(args: &[String]) -> ExitCode {
-    let mut input: Option<&str> = None;
+    let usage = |msg: &str| {
+        eprintln!("codex-wire validate: {msg}\n{USAGE}");
+        ExitCode::from(2)
+    };
+    let mut cfg = Config::default();
+    let mut format = None;
+    let mut files = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--format" => match it.next().map(String::as_str) {
-                Some("json") => {}
-                _ => {
-                    eprintln!("codex-wire: --format takes `json`\n{USAGE}");
-                    return ExitCode::from(2);
-                }
+                Some("json") => format = Some(OutFormat::Json),
+                Some("human") => format = Some(OutFormat::Human),
+                _ => return usage("--format takes `json` or `human`"),
             },
-            s if input.is_none() => input = Some(s),
-            s => {
-                eprintln!("codex-wire: unexpected argument `{s}`\n{USAGE}");
-                return ExitCode::from(2);
+            "--input" => match it.next().map(String::as_str) {
+                Some("raw") => cfg.input = Some(Format::Raw),
+                Some("transcript") => cfg.input = Some(Format::Transcript),
+                _ => return usage("--input takes `raw` or `transcript`"),
+            },
+            "--allow-ignored" => match it.next() {
+                Some(g) => cfg.allow.push(glob::Glob::new(g)),
+                None => return usage("--allow-ignored takes a path glob"),
+            },
+            "--jobs" => match it.next().and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) if n > 0 => cfg.jobs = n,
+                _ => return usage("--jobs takes a positive number"),
+            },
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
             }
+            s if s.starts_with("--") => return usage(&format!("unknown option `{s}`")),
+            s => files.push(s.to_string()),
         }
     }
-    let reader: Box<dyn Read> = match input {
-        None | Some("-") => Box::new(std::io::stdin()),
-        Some(path) => match std::fs::File::open(path) {
-            Ok(f) => Box::new(f),
-            Err(e) => {
-                eprintln!("codex-wire: cannot read {path}: {e}");
-                return ExitCode::from(2);
+    if files.is_empty() {
+        files.push("-".into());
+    }
+    let stdout = io::stdout();
+    cfg.format = format.unwrap_or(if stdout.is_terminal() {
+        OutFormat::Human
+    } else {
+        OutFormat::Json
+    });
+    cfg.color = cfg.format == OutFormat::Human
+        && stdout.is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
+    cfg.progress = io::stderr().is_terminal();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut total = Stats::default();
+    let mut failed = false;
+    for file in &files {
+        let (reader, size, name): (Box<dyn Read + Send>, Option<u64>, &str) = if file == "-" {
+            (Box::new(io::stdin()), None, "<stdin>")
+        } else {
+            match std::fs::File::open(file) {
+                Ok(f) => {
+                    let size = f.metadata().ok().map(|m| m.len());
+                    (Box::new(f), size, file.as_str())
+                }
+                Err(e) => {
+                    eprintln!("codex-wire validate: cannot read {file}: {e}");
+                    failed = true;
+                    continue;
+                }
             }
-        },
-    };
-    let mut reader = BufReader::new(reader);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut session = Session::new();
-    let mut findings = false;
-    let mut buf = Vec::new();
-    let mut n = 0u64;
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {}
+        };
+        match run(reader, size, name, &cfg, &mut out) {
+            Ok(stats) => total.merge(stats),
             Err(e) => {
-                eprintln!("codex-wire: read error: {e}");
-                return ExitCode::from(2);
+                // What was checked before the error is already written.
+                eprintln!("codex-wire validate: {name}: {e}");
+                failed = true;
             }
-        }
-        n += 1;
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let v = session.feed(line);
-        findings |= !v.is_clean();
-        let record = serde_json::json!({
-            "line": n,
-            "kind": v.kind.as_str(),
-            "id": v.id,
-            "method": v.method,
-            "error": v.error().map(|e| e.error_object()),
-            "ignored": v.ignored,
-            "closes": v.outcome == Outcome::Close,
-        });
-        if writeln!(out, "{record}").is_err() {
-            return ExitCode::from(2);
-        }
-        if v.outcome == Outcome::Close {
-            break;
         }
     }
     if out.flush().is_err() {
         return ExitCode::from(2);
     }
-    if findings {
+    drop(out);
+    let table = match cfg.format {
+        OutFormat::Human => report::summary(&total, &mut io::stdout()),
+        OutFormat::Json if cfg.progress => report::summary(&total, &mut io::stderr()),
+        OutFormat::Json => Ok(()),
+    };
+    if failed || table.is_err() {
+        ExitCode::from(2)
+    } else if total.findings() > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Validates one input, writing records to `out` in input order.
+pub fn run(
+    reader: impl Read + Send,
+    size: Option<u64>,
+    name: &str,
+    cfg: &Config,
+    out: &mut dyn Write,
+) -> io::Result<Stats> {
+    let mut batcher = Batcher::new(reader, BATCH_BYTES);
+    let Some(first) = batcher.next_batch()? else {
+        return Ok(Stats::default());
+    };
+    let format = cfg.input.unwrap_or_else(|| {
+        first
+            .lines()
+            .map(|(_, l)| l)
+            .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+            .map_or(Format::Raw, input::detect)
+    });
+    let style = Style {
+        format: cfg.format,
+        color: cfg.color,
+        allow: cfg.allow.clone(),
+        source: name.to_string(),
+    };
+    let mut progress = Progress::new(cfg.progress, size);
+    let r = match format {
+        Format::Raw if cfg.jobs <= 1 => raw_sequential(first, batcher, &style, out, &mut progress),
+        Format::Raw => raw_parallel(first, batcher, &style, cfg.jobs, out, &mut progress),
+        Format::Transcript => transcript(first, batcher, &style, out, &mut progress),
+    };
+    progress.clear();
+    r
+}
+
+/// The connection state a batch of client lines starts from: the accepted `initialize` line,
+/// if any (see the module docs for why that is all of it).
+type Prime = Option<Arc<[u8]>>;
+
+fn same(a: &Prime, b: &Prime) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+        _ => false,
+    }
+}
+
+/// One checked batch of client lines.
+struct Done {
+    batch: Batch,
+    prime: Prime,
+    /// The line that initialized the session in this batch (it started uninitialized).
+    init: Prime,
+    /// Lines checked; fewer than the batch when the connection closed.
+    checked: usize,
+    closed: bool,
+    out: Vec<u8>,
+    stats: Stats,
+}
+
+fn check_raw(batch: Batch, prime: Prime, style: &Style) -> Done {
+    let mut s = Session::new();
+    if let Some(p) = &prime {
+        s.feed(p);
+    }
+    let mut out = Vec::new();
+    let mut stats = Stats::default();
+    let mut init = None;
+    let mut checked = 0;
+    let mut closed = false;
+    for (n, line) in batch.lines() {
+        let was = s.initialized();
+        let verdict = s.feed(line);
+        if !was && s.initialized() {
+            init = Some(Arc::from(line));
+        }
+        checked += 1;
+        closed = verdict.outcome == Outcome::Close;
+        let rec = Record {
+            line: n,
+            dir: Dir::In,
+            pid: None,
+            text: line,
+            verdict,
+        };
+        style.emit(rec, &mut out, &mut stats);
+        if closed {
+            break;
+        }
+    }
+    Done {
+        batch,
+        prime,
+        init,
+        checked,
+        closed,
+        out,
+        stats,
+    }
+}
+
+/// In-order bookkeeping shared by the sequential and parallel raw paths.
+struct Collector<'a> {
+    state: Prime,
+    closed: bool,
+    stats: Stats,
+    out: &'a mut dyn Write,
+}
+
+impl Collector<'_> {
+    /// Takes the next batch in order; re-checks it when it guessed the state wrong.
+    fn take(&mut self, mut d: Done, style: &Style) -> io::Result<()> {
+        if self.closed {
+            self.stats.after_close += d.batch.ends.len() as u64;
+            return Ok(());
+        }
+        if !same(&d.prime, &self.state) {
+            d = check_raw(d.batch, self.state.clone(), style);
+        }
+        self.out.write_all(&d.out)?;
+        self.stats.merge(d.stats);
+        if d.init.is_some() {
+            self.state = d.init;
+        }
+        if d.closed {
+            self.closed = true;
+            self.stats.after_close += (d.batch.ends.len() - d.checked) as u64;
+        }
+        Ok(())
+    }
+}
+
+fn raw_sequential<R: Read>(
+    first: Batch,
+    mut batcher: Batcher<R>,
+    style: &Style,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> io::Result<Stats> {
+    let mut c = Collector {
+        state: None,
+        closed: false,
+        stats: Stats::default(),
+        out,
+    };
+    let mut next = Some(first);
+    while let Some(batch) = next {
+        progress.add(batch.buf.len() as u64);
+        let d = check_raw(batch, c.state.clone(), style);
+        c.take(d, style)?;
+        next = batcher.next_batch()?;
+    }
+    Ok(c.stats)
+}
+
+fn raw_parallel<R: Read + Send>(
+    first: Batch,
+    mut batcher: Batcher<R>,
+    style: &Style,
+    jobs: usize,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> io::Result<Stats> {
+    // Bounded queues: at most ~4 batches per worker in flight, whatever the input size.
+    let (btx, brx) = sync_channel::<Batch>(jobs * 2);
+    let brx = Mutex::new(brx);
+    let (dtx, drx) = sync_channel::<Done>(jobs * 2);
+    // The latest known state; workers guess from it, the collector corrects.
+    let known: Mutex<Prime> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let mut read_err = None;
+    let mut c = Collector {
+        state: None,
+        closed: false,
+        stats: Stats::default(),
+        out,
+    };
+    let mut write_err = None;
+    std::thread::scope(|sc| {
+        let read_err = &mut read_err;
+        let stop = &stop;
+        sc.spawn(move || {
+            let mut next = Some(first);
+            while let Some(b) = next {
+                if stop.load(Ordering::Relaxed) || btx.send(b).is_err() {
+                    return;
+                }
+                match batcher.next_batch() {
+                    Ok(b) => next = b,
+                    Err(e) => {
+                        *read_err = Some(e);
+                        return;
+                    }
+                }
+            }
+        });
+        for _ in 0..jobs {
+            let dtx = dtx.clone();
+            let (brx, known) = (&brx, &known);
+            sc.spawn(move || loop {
+                let Ok(batch) = brx
+                    .lock()
+                    .map_err(drop)
+                    .and_then(|r| r.recv().map_err(drop))
+                else {
+                    return;
+                };
+                let prime = known.lock().map(|k| k.clone()).unwrap_or(None);
+                if dtx.send(check_raw(batch, prime, style)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(dtx);
+        let mut pending = BTreeMap::new();
+        let mut next = 0u64;
+        for d in drx.iter() {
+            pending.insert(d.batch.seq, d);
+            while let Some(d) = pending.remove(&next) {
+                next += 1;
+                progress.add(d.batch.buf.len() as u64);
+                if write_err.is_some() {
+                    continue;
+                }
+                let had = c.state.is_some();
+                if let Err(e) = c.take(d, style) {
+                    // Stop reading; keep draining so the workers can finish.
+                    write_err = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if !had && c.state.is_some() {
+                    if let Ok(mut k) = known.lock() {
+                        *k = c.state.clone();
+                    }
+                }
+                if c.closed {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    if let Some(e) = write_err.or(read_err) {
+        return Err(e);
+    }
+    Ok(c.stats)
+}
+
+/// Transcripts: each session (pid) has its own [`Session`], fed in input order, both
+/// directions. Server requests registered from `out` lines make the client's responses
+/// checkable; results are matched to the client's requests.
+fn transcript<R: Read + Send>(
+    first: Batch,
+    mut batcher: Batcher<R>,
+    style: &Style,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> io::Result<Stats> {
+    let (btx, brx) = sync_channel::<Batch>(4);
+    let mut read_err = None;
+    let mut stats = Stats::default();
+    let mut write_err = None;
+    std::thread::scope(|sc| {
+        let read_err = &mut read_err;
+        // Reading and splitting overlap with checking.
+        sc.spawn(move || {
+            let mut next = Some(first);
+            while let Some(b) = next {
+                if btx.send(b).is_err() {
+                    return;
+                }
+                match batcher.next_batch() {
+                    Ok(b) => next = b,
+                    Err(e) => {
+                        *read_err = Some(e);
+                        return;
+                    }
+                }
+            }
+        });
+        let mut sessions: HashMap<Box<str>, (Session, bool)> = HashMap::new();
+        let mut buf = Vec::new();
+        for batch in brx.iter() {
+            progress.add(batch.buf.len() as u64);
+            buf.clear();
+            for (n, line) in batch.lines() {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match input::entry(line) {
+                    Entry::Bad(why) => style.emit_bad(n, &why, line, &mut buf, &mut stats),
+                    Entry::Event { pid, spawn } => {
+                        if spawn {
+                            sessions.remove(pid.as_deref().unwrap_or(""));
+                        }
+                    }
+                    Entry::Message { dir, pid, bytes } => {
+                        let key = pid.as_deref().unwrap_or("");
+                        let (s, closed) = sessions.entry(Box::from(key)).or_default();
+                        if *closed {
+                            stats.after_close += 1;
+                            continue;
+                        }
+                        let verdict = match dir {
+                            Dir::In => s.feed(&bytes),
+                            Dir::Out => s.feed_server(&bytes),
+                        };
+                        *closed = dir == Dir::In && verdict.outcome == Outcome::Close;
+                        let rec = Record {
+                            line: n,
+                            dir,
+                            pid: pid.as_deref(),
+                            text: &bytes,
+                            verdict,
+                        };
+                        style.emit(rec, &mut buf, &mut stats);
+                    }
+                }
+            }
+            if write_err.is_none() {
+                if let Err(e) = out.write_all(&buf) {
+                    write_err = Some(e);
+                }
+            }
+        }
+    });
+    if let Some(e) = write_err.or(read_err) {
+        return Err(e);
+    }
+    Ok(stats)
+}
+
+/// A progress line on stderr for big inputs, redrawn at most every 200 ms.
+struct Progress {
+    on: bool,
+    total: Option<u64>,
+    done: u64,
+    start: Instant,
+    last: Option<Instant>,
+    drawn: bool,
+}
+
+impl Progress {
+    fn new(terminal: bool, total: Option<u64>) -> Self {
+        Progress {
+            on: terminal,
+            total,
+            done: 0,
+            start: Instant::now(),
+            last: None,
+            drawn: false,
+        }
+    }
+
+    fn add(&mut self, n: u64) {
+        self.done += n;
+        let big = self.total.unwrap_or(self.done) > PROGRESS_BYTES;
+        if !self.on || !big {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|l| now - l < Duration::from_millis(200))
+        {
+            return;
+        }
+        self.last = Some(now);
+        let mb = |b: u64| b as f64 / 1e6;
+        let rate = mb(self.done) / (now - self.start).as_secs_f64().max(1e-3);
+        let line = match self.total {
+            Some(t) if t > 0 => {
+                let frac = (self.done as f64 / t as f64).min(1.0);
+                let bar = (frac * 30.0) as usize;
+                format!(
+                    "[{}{}] {:>3.0}% {:.0}/{:.0} MB {rate:.0} MB/s",
+                    "#".repeat(bar),
+                    " ".repeat(30 - bar),
+                    frac * 100.0,
+                    mb(self.done),
+                    mb(t)
+                )
+            }
+            _ => format!("{:.0} MB {rate:.0} MB/s", mb(self.done)),
+        };
+        eprint!("\r\x1b[2K{line}");
+        self.drawn = true;
+    }
+
+    fn clear(&mut self) {
+        if self.drawn {
+            eprint!("\r\x1b[2K");
+            self.drawn = false;
+        }
     }
 }

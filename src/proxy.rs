@@ -1,0 +1,350 @@
+//! `codex-wire proxy [--transcript FILE] -- <codex command…>`: sits between a client and the
+//! real server over stdio. Bytes are forwarded unchanged and at once (chunk by chunk, not line
+//! by line); complete lines are handed to an analyzer thread that runs the engine, writes the
+//! transcript and flags findings on stderr. The child's exit code or signal is passed through.
+//!
+//! Each reader hands its lines to the analyzer *before* forwarding them, so the analyzer sees
+//! a server request before the client can possibly answer it.
+
+use crate::validate::input::to_hex;
+use crate::validate::report::{self, Record, Stats, Style};
+use crate::validate::{glob::Glob, input::Dir};
+use crate::{Outcome, Session};
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const USAGE: &str = "usage: codex-wire proxy [--transcript FILE] [--allow-ignored GLOB]... [--quiet] -- <command> [args…]
+  forwards stdio to the command unchanged, flags protocol findings on stderr,
+  writes every message (both directions) to FILE, exits as the command does";
+
+/// The child, for the signal handler (0 = none yet).
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+enum Msg {
+    Line(Dir, Vec<u8>),
+    /// A direction reached end of file.
+    Eof(Dir),
+}
+
+pub fn main(args: &[String]) -> ExitCode {
+    let usage = |m: &str| {
+        eprintln!("codex-wire proxy: {m}\n{USAGE}");
+        ExitCode::from(2)
+    };
+    let mut transcript = None;
+    let mut allow = Vec::new();
+    let mut quiet = false;
+    let mut it = args.iter();
+    let mut command = Vec::new();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--transcript" => match it.next() {
+                Some(f) => transcript = Some(f.clone()),
+                None => return usage("--transcript takes a file"),
+            },
+            "--allow-ignored" => match it.next() {
+                Some(g) => allow.push(Glob::new(g)),
+                None => return usage("--allow-ignored takes a path glob"),
+            },
+            "--quiet" => quiet = true,
+            "--" => {
+                command = it.by_ref().cloned().collect();
+            }
+            s => {
+                return usage(&format!(
+                    "unexpected argument `{s}` (the command goes after `--`)"
+                ))
+            }
+        }
+    }
+    let Some((program, rest)) = command.split_first() else {
+        return usage("no command given");
+    };
+    let transcript = match transcript.map(|p| File::create(&p).map_err(|e| (p, e))) {
+        None => None,
+        Some(Ok(f)) => Some(BufWriter::new(f)),
+        Some(Err((p, e))) => {
+            eprintln!("codex-wire proxy: cannot write transcript {p}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut child = match Command::new(program)
+        .args(rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("codex-wire proxy: cannot start {program}: {e}");
+            return ExitCode::from(127);
+        }
+    };
+    let pid = child.id() as i32;
+    CHILD.store(pid, Ordering::SeqCst);
+    for sig in [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+    ] {
+        // SAFETY: the handler only calls kill(2).
+        unsafe {
+            libc::signal(sig, forward_signal as *const () as libc::sighandler_t);
+        }
+    }
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut child_in = child.stdin.take().expect("piped stdin");
+    let mut child_out = child.stdout.take().expect("piped stdout");
+    let tx_in = tx.clone();
+    // Client → server. When the client closes, the child's stdin is closed too.
+    std::thread::spawn(move || {
+        let stdin = io::stdin();
+        let mut stdin = stdin.lock();
+        pump(&mut stdin, &mut child_in, Dir::In, &tx_in);
+    });
+    // Server → client.
+    let pump_out = std::thread::spawn(move || {
+        let stdout = io::stdout();
+        let mut stdout = stdout.lock();
+        pump(&mut child_out, &mut stdout, Dir::Out, &tx);
+    });
+    let argv: Vec<&String> = command.iter().collect();
+    let mut an = Analyzer::new(transcript, allow, quiet, pid);
+    an.event(serde_json::json!({"event": "spawn", "argv": argv, "ppid": std::process::id()}));
+    // Runs until both readers are gone (the server's stdout closed and the client's either
+    // closed or abandoned).
+    let analyzer = std::thread::spawn(move || {
+        for m in rx {
+            match m {
+                Msg::Line(dir, line) => an.line(dir, &line),
+                Msg::Eof(Dir::In) => an.event(serde_json::json!({"event": "stdin_eof"})),
+                Msg::Eof(Dir::Out) => break,
+            }
+        }
+        an
+    });
+    let status = child.wait();
+    // The child is gone: forward what it wrote, then finish the analysis.
+    let _ = pump_out.join();
+    let mut an = match analyzer.join() {
+        Ok(an) => an,
+        Err(_) => return ExitCode::from(2),
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let (code, signal) = match &status {
+        Ok(s) => (s.code(), s.signal()),
+        Err(_) => (None, None),
+    };
+    an.event(match (code, signal) {
+        (_, Some(sig)) => serde_json::json!({"event": "exit", "signal": sig}),
+        (c, None) => serde_json::json!({"event": "exit", "code": c}),
+    });
+    an.finish();
+    if let Some(sig) = signal {
+        // Die of the same signal, so the caller sees what it would have seen without us.
+        // SAFETY: resetting to the default action and raising is the documented way.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+        return ExitCode::from(128 + sig as u8);
+    }
+    match code {
+        Some(c) => ExitCode::from(c as u8),
+        None => ExitCode::from(2),
+    }
+}
+
+/// Copies `from` to `to` chunk by chunk, flushing each, and sends complete lines to the
+/// analyzer before forwarding the chunk that completes them.
+fn pump(from: &mut impl Read, to: &mut impl Write, dir: Dir, tx: &mpsc::Sender<Msg>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut partial = Vec::new();
+    let mut forwarding = true;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let chunk = &buf[..n];
+        let mut start = 0;
+        for (i, &b) in chunk.iter().enumerate() {
+            if b == b'\n' {
+                partial.extend_from_slice(&chunk[start..i]);
+                let _ = tx.send(Msg::Line(dir, std::mem::take(&mut partial)));
+                start = i + 1;
+            }
+        }
+        partial.extend_from_slice(&chunk[start..]);
+        // A peer that went away stops the forwarding, not the recording.
+        if forwarding && (to.write_all(chunk).is_err() || to.flush().is_err()) {
+            forwarding = false;
+        }
+    }
+    if !partial.is_empty() {
+        let _ = tx.send(Msg::Line(dir, partial));
+    }
+    let _ = tx.send(Msg::Eof(dir));
+}
+
+struct Analyzer {
+    session: Session,
+    style: Style,
+    stats: Stats,
+    transcript: Option<BufWriter<File>>,
+    quiet: bool,
+    pid: i32,
+    count: [u64; 2],
+}
+
+impl Analyzer {
+    fn new(transcript: Option<BufWriter<File>>, allow: Vec<Glob>, quiet: bool, pid: i32) -> Self {
+        Analyzer {
+            session: Session::new(),
+            style: Style {
+                format: report::OutFormat::Human,
+                color: false,
+                allow,
+                source: String::new(),
+            },
+            stats: Stats::default(),
+            transcript,
+            quiet,
+            pid,
+            count: [0, 0],
+        }
+    }
+
+    fn stamp() -> f64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    }
+
+    fn event(&mut self, mut e: serde_json::Value) {
+        let Some(t) = self.transcript.as_mut() else {
+            return;
+        };
+        let mut obj = serde_json::Map::new();
+        obj.insert("pid".into(), self.pid.into());
+        obj.insert("t".into(), serde_json::json!(Self::stamp()));
+        if let Some(m) = e.as_object_mut() {
+            obj.append(m);
+        }
+        let _ = writeln!(t, "{}", serde_json::Value::Object(obj));
+        let _ = t.flush();
+    }
+
+    fn line(&mut self, dir: Dir, line: &[u8]) {
+        let i = (dir == Dir::Out) as usize;
+        self.count[i] += 1;
+        let n = self.count[i];
+        let verdict = match dir {
+            Dir::In => self.session.feed(line),
+            Dir::Out => self.session.feed_server(line),
+        };
+        if let Some(t) = self.transcript.as_mut() {
+            let _ = write_entry(t, self.pid, dir, line, &verdict);
+        }
+        let rec = Record {
+            line: n,
+            dir,
+            pid: None,
+            text: line,
+            verdict,
+        };
+        let mut out = Vec::new();
+        self.style.source = dir.as_str().to_string();
+        let finding = self.style.emit(rec, &mut out, &mut self.stats);
+        if finding && !self.quiet {
+            let mut err = io::stderr().lock();
+            let _ = err.write_all(b"codex-wire proxy: ");
+            let _ = err.write_all(&out);
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(t) = self.transcript.as_mut() {
+            let _ = t.flush();
+        }
+        if !self.quiet {
+            let mut err = io::stderr().lock();
+            let _ = writeln!(err, "codex-wire proxy: summary");
+            let _ = report::summary(&self.stats, &mut err);
+        }
+    }
+}
+
+/// A transcript entry in the seed's format. A JSON line is embedded verbatim as `msg`, so a
+/// reader gets the exact bytes back; anything else is `raw` (or `hex` when not UTF-8). The
+/// engine's view is recorded with the seed's keys (`violation`, `ignored`, `reply_to`).
+fn write_entry(
+    t: &mut impl Write,
+    pid: i32,
+    dir: Dir,
+    line: &[u8],
+    v: &crate::Verdict,
+) -> io::Result<()> {
+    write!(
+        t,
+        "{{\"pid\":{pid},\"t\":{},\"dir\":\"{}\",",
+        Analyzer::stamp(),
+        dir.as_str()
+    )?;
+    let body = line.strip_suffix(b"\r").unwrap_or(line);
+    let is_json = std::str::from_utf8(body).is_ok()
+        && !body.iter().all(u8::is_ascii_whitespace)
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+    if is_json && line.len() == body.len() {
+        t.write_all(b"\"msg\":")?;
+        t.write_all(body)?;
+    } else if let Ok(s) = std::str::from_utf8(line) {
+        write!(t, "\"raw\":{}", serde_json::Value::from(s))?;
+    } else {
+        write!(t, "\"hex\":\"{}\"", to_hex(line))?;
+    }
+    if let Some(e) = v.error() {
+        write!(
+            t,
+            ",\"violation\":{}",
+            serde_json::Value::from(e.message.as_str())
+        )?;
+    } else if let Some(m) = &v.violation {
+        write!(t, ",\"violation\":{}", serde_json::Value::from(m.as_str()))?;
+    } else if v.kind == crate::Kind::Unparsed && dir == Dir::In {
+        let why = if v.outcome == Outcome::Close {
+            "not UTF-8 (the server closes the connection)"
+        } else {
+            "not a JSON-RPC message (no reply)"
+        };
+        write!(t, ",\"violation\":\"{why}\"")?;
+    }
+    if !v.ignored.is_empty() {
+        write!(t, ",\"ignored\":{}", serde_json::json!(v.ignored))?;
+    }
+    if let Some(m) = &v.reply_to {
+        write!(t, ",\"reply_to\":{}", serde_json::Value::from(m.as_str()))?;
+    }
+    writeln!(t, "}}")?;
+    t.flush()
+}

@@ -1,0 +1,438 @@
+//! Rendering verdicts: JSON lines, human diagnostics that quote the line and point at the
+//! offending value, and the summary table.
+
+use super::glob::Glob;
+use super::input::Dir;
+use super::locate;
+use crate::{Kind, Outcome, Verdict};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutFormat {
+    Json,
+    Human,
+}
+
+/// What the reporter needs to know, shared by every worker.
+pub struct Style {
+    pub format: OutFormat,
+    pub color: bool,
+    pub allow: Vec<Glob>,
+    /// Shown before `:line` in human output.
+    pub source: String,
+}
+
+/// Counters of one (direction, kind) row.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Row {
+    pub lines: u64,
+    pub findings: u64,
+    pub errors: u64,
+    pub violations: u64,
+    pub ignored: u64,
+    pub allowed: u64,
+    pub silent: u64,
+    pub closes: u64,
+}
+
+/// The summary of a run, merged from batches.
+#[derive(Default, Debug)]
+pub struct Stats {
+    pub rows: BTreeMap<(Dir, &'static str), Row>,
+    /// Ignored path → (count, method), kept for the most frequent paths.
+    pub paths: HashMap<String, (u64, String)>,
+    pub bad_entries: u64,
+    /// Lines not checked because their session's connection was closed before them.
+    pub after_close: u64,
+}
+
+/// Distinct ignored paths remembered (paths carry array indices; this bounds memory).
+const MAX_PATHS: usize = 4096;
+
+impl Stats {
+    pub fn findings(&self) -> u64 {
+        self.rows.values().map(|r| r.findings).sum::<u64>() + self.bad_entries
+    }
+
+    pub fn merge(&mut self, other: Stats) {
+        for (k, r) in other.rows {
+            let m = self.rows.entry(k).or_default();
+            m.lines += r.lines;
+            m.findings += r.findings;
+            m.errors += r.errors;
+            m.violations += r.violations;
+            m.ignored += r.ignored;
+            m.allowed += r.allowed;
+            m.silent += r.silent;
+            m.closes += r.closes;
+        }
+        for (p, (n, m)) in other.paths {
+            self.add_path(p, n, m);
+        }
+        self.bad_entries += other.bad_entries;
+        self.after_close += other.after_close;
+    }
+
+    fn add_path(&mut self, path: String, n: u64, method: String) {
+        if let Some(e) = self.paths.get_mut(&path) {
+            e.0 += n;
+        } else if self.paths.len() < MAX_PATHS {
+            self.paths.insert(path, (n, method));
+        }
+    }
+}
+
+/// One checked message.
+pub struct Record<'a> {
+    pub line: u64,
+    pub dir: Dir,
+    pub pid: Option<&'a str>,
+    pub text: &'a [u8],
+    pub verdict: Verdict,
+}
+
+/// Whether a verdict is worth a client author's attention.
+/// Keys a server sends beyond the schema are counted but are not findings: the schema allows
+/// them, and the client cannot act on them.
+pub fn is_finding(dir: Dir, v: &Verdict) -> bool {
+    v.error().is_some()
+        || v.violation.is_some()
+        || (dir == Dir::In && !v.ignored.is_empty())
+        || v.kind == Kind::Unparsed
+        || v.outcome == Outcome::Close
+}
+
+/// Human output shortens the server's very long messages (`expected one of` 190 methods);
+/// `--format json` keeps them whole.
+fn shorten(msg: &str) -> String {
+    const MAX: usize = 220;
+    if msg.len() <= MAX {
+        return msg.to_string();
+    }
+    let mut cut = MAX;
+    while !msg.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let more = msg[cut..].matches(", `").count();
+    if more > 0 {
+        format!("{}… ({more} more)", &msg[..cut])
+    } else {
+        format!("{}…", &msg[..cut])
+    }
+}
+
+impl Style {
+    /// Applies `--allow-ignored`, counts, and renders `rec` into `out`. Returns whether it is
+    /// a finding.
+    pub fn emit(&self, mut rec: Record, out: &mut Vec<u8>, stats: &mut Stats) -> bool {
+        let before = rec.verdict.ignored.len();
+        if !self.allow.is_empty() {
+            rec.verdict
+                .ignored
+                .retain(|p| !self.allow.iter().any(|g| g.matches(p)));
+        }
+        let v = &rec.verdict;
+        let finding = is_finding(rec.dir, v);
+        let row = stats.rows.entry((rec.dir, v.kind.as_str())).or_default();
+        row.lines += 1;
+        row.findings += finding as u64;
+        row.errors += v.error().is_some() as u64;
+        row.violations += v.violation.is_some() as u64;
+        row.ignored += !v.ignored.is_empty() as u64;
+        row.allowed += (before - v.ignored.len()) as u64;
+        row.silent += (rec.dir == Dir::In && v.kind == Kind::Unparsed) as u64;
+        row.closes += (v.outcome == Outcome::Close) as u64;
+        if !v.ignored.is_empty() {
+            let method = method_label(v);
+            for p in &v.ignored {
+                stats.add_path(p.clone(), 1, method.clone());
+            }
+        }
+        match self.format {
+            OutFormat::Json => json(&rec, out),
+            OutFormat::Human if finding => self.human(&rec, out),
+            OutFormat::Human => {}
+        }
+        finding
+    }
+
+    /// A transcript line that is not an entry.
+    pub fn emit_bad(
+        &self,
+        line: u64,
+        why: &str,
+        text: &[u8],
+        out: &mut Vec<u8>,
+        stats: &mut Stats,
+    ) {
+        stats.bad_entries += 1;
+        match self.format {
+            OutFormat::Json => {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"line": line, "dir": null, "kind": "unreadable", "message": why})
+                );
+            }
+            OutFormat::Human => {
+                let head = self.paint("1;31", "error");
+                let _ = writeln!(out, "{}:{line}: {head}: {why}", self.source);
+                quote(out, line, text, None, self.color);
+            }
+        }
+    }
+
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    fn human(&self, rec: &Record, out: &mut Vec<u8>) {
+        let v = &rec.verdict;
+        let at = match rec.pid {
+            Some(pid) => format!("{}:{} [pid {pid}]", self.source, rec.line),
+            None => format!("{}:{}", self.source, rec.line),
+        };
+        let what = describe(rec.dir, v);
+        let err = self.paint("1;31", "error");
+        let warn = self.paint("1;33", "warning");
+        let drift = self.paint("1;35", "drift");
+        if v.outcome == Outcome::Close {
+            let _ = writeln!(
+                out,
+                "{at}: {err}: the line is not UTF-8: the server closes the connection"
+            );
+            quote(out, rec.line, rec.text, None, self.color);
+        } else if v.kind == Kind::Unparsed && rec.dir == Dir::In {
+            let _ = writeln!(
+                out,
+                "{at}: {err}: not a JSON-RPC message: the server drops it without a reply"
+            );
+            quote(out, rec.line, rec.text, None, self.color);
+        }
+        if let Some(e) = v.error() {
+            let _ = writeln!(out, "{at}: {err}: {what}: {}", shorten(&e.message));
+            let span = locate::for_message(rec.text, &e.message);
+            quote(out, rec.line, rec.text, span, self.color);
+            let reply = e.line();
+            let _ = writeln!(out, "      = the server replies {}", shorten(&reply));
+        }
+        if let Some(msg) = &v.violation {
+            let label = if rec.dir == Dir::Out { &drift } else { &err };
+            let tail = if rec.dir == Dir::Out {
+                "does not match the schema"
+            } else {
+                "does not match its type (the server only logs it)"
+            };
+            let _ = writeln!(out, "{at}: {label}: {what} {tail}: {}", shorten(msg));
+            let span = locate::for_message(rec.text, msg);
+            quote(out, rec.line, rec.text, span, self.color);
+        }
+        // A server's extra keys are counted only (see `is_finding`).
+        for p in v.ignored.iter().filter(|_| rec.dir == Dir::In) {
+            let _ = writeln!(out, "{at}: {warn}: {what}: `{p}` is ignored by the server");
+            quote(
+                out,
+                rec.line,
+                rec.text,
+                locate::path(rec.text, p),
+                self.color,
+            );
+        }
+    }
+}
+
+/// `request turn/start (id 3)`, `response to item/tool/call (id 9001)`, `server notification x`.
+fn describe(dir: Dir, v: &Verdict) -> String {
+    let id =
+        v.id.as_ref()
+            .map(|i| format!(" (id {i})"))
+            .unwrap_or_default();
+    let who = if dir == Dir::Out { "server " } else { "" };
+    match v.kind {
+        Kind::Request | Kind::Notification => format!(
+            "{who}{} {}{id}",
+            v.kind.as_str(),
+            v.method.as_deref().unwrap_or("?")
+        ),
+        Kind::Response | Kind::Error => match &v.reply_to {
+            Some(m) => format!("{who}{} to {m}{id}", v.kind.as_str()),
+            None => format!("{who}{}{id}", v.kind.as_str()),
+        },
+        Kind::Unparsed => format!("{who}message"),
+    }
+}
+
+fn method_label(v: &Verdict) -> String {
+    v.method
+        .clone()
+        .or_else(|| v.reply_to.as_ref().map(|m| format!("response to {m}")))
+        .unwrap_or_default()
+}
+
+/// The `--format json` record: `line, dir, kind, id, method, [replyTo], error, [violation],
+/// ignored, closes` (and `pid` in transcripts).
+fn json(rec: &Record, out: &mut Vec<u8>) {
+    let v = &rec.verdict;
+    let _ = write!(
+        out,
+        "{{\"line\":{},\"dir\":\"{}\",",
+        rec.line,
+        rec.dir.as_str()
+    );
+    if let Some(pid) = rec.pid {
+        let _ = write!(out, "\"pid\":{pid},");
+    }
+    let _ = write!(out, "\"kind\":\"{}\",\"id\":", v.kind.as_str());
+    write_json(out, &v.id);
+    out.extend_from_slice(b",\"method\":");
+    write_json(out, &v.method);
+    if matches!(v.kind, Kind::Response | Kind::Error) {
+        out.extend_from_slice(b",\"replyTo\":");
+        write_json(out, &v.reply_to);
+    }
+    out.extend_from_slice(b",\"error\":");
+    match v.error() {
+        Some(e) => {
+            let _ = write!(out, "{{\"code\":{},\"message\":", e.code);
+            write_json(out, &e.message);
+            out.push(b'}');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    if let Some(msg) = &v.violation {
+        out.extend_from_slice(b",\"violation\":");
+        write_json(out, msg);
+    }
+    out.extend_from_slice(b",\"ignored\":");
+    write_json(out, &v.ignored);
+    let _ = writeln!(out, ",\"closes\":{}}}", v.outcome == Outcome::Close);
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    if serde_json::to_writer(&mut *out, v).is_err() {
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// Widest quote of a line; longer lines are shown as a window around the offending span.
+const WIDTH: usize = 110;
+
+/// Quotes `text` under a gutter, with carets under `span` (byte range) when known.
+fn quote(out: &mut Vec<u8>, line: u64, text: &[u8], span: Option<(usize, usize)>, color: bool) {
+    let text = String::from_utf8_lossy(text);
+    // Byte offsets into `text` stay valid: lossy conversion only changes invalid UTF-8, and
+    // spans are only computed on valid JSON text.
+    let chars: Vec<(usize, char)> = text
+        .char_indices()
+        .map(|(i, c)| (i, if c.is_control() { '·' } else { c }))
+        .collect();
+    let col = |byte: usize| chars.partition_point(|(i, _)| *i < byte);
+    let (s, e) = span
+        .map(|(s, e)| (col(s), col(e).max(col(s) + 1)))
+        .unwrap_or((0, 0));
+    let from = if chars.len() <= WIDTH || s < WIDTH / 3 {
+        0
+    } else {
+        (s - WIDTH / 3).min(chars.len().saturating_sub(WIDTH))
+    };
+    let to = (from + WIDTH).min(chars.len());
+    let mut shown: String = chars[from..to].iter().map(|(_, c)| *c).collect();
+    let lead = if from > 0 { "…" } else { "" };
+    if to < chars.len() {
+        shown.push('…');
+    }
+    let gutter = line.to_string();
+    let pad = " ".repeat(gutter.len());
+    let _ = writeln!(out, "  {gutter} | {lead}{shown}");
+    if span.is_some() {
+        let start = s.saturating_sub(from) + lead.chars().count();
+        let len = e.min(to).saturating_sub(s.max(from)).max(1);
+        let carets = "^".repeat(len);
+        let carets = if color {
+            format!("\x1b[1;31m{carets}\x1b[0m")
+        } else {
+            carets
+        };
+        let _ = writeln!(out, "  {pad} | {}{carets}", " ".repeat(start));
+    }
+}
+
+/// The summary table.
+pub fn summary(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\n{:<4} {:<13} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>7}",
+        "dir", "kind", "lines", "findings", "errors", "violations", "ignored", "silent", "closes"
+    )?;
+    let mut total = Row::default();
+    for ((dir, kind), r) in &stats.rows {
+        writeln!(
+            out,
+            "{:<4} {:<13} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>7}",
+            dir.as_str(),
+            kind,
+            r.lines,
+            r.findings,
+            r.errors,
+            r.violations,
+            r.ignored,
+            r.silent,
+            r.closes
+        )?;
+        total.lines += r.lines;
+        total.findings += r.findings;
+        total.errors += r.errors;
+        total.violations += r.violations;
+        total.ignored += r.ignored;
+        total.allowed += r.allowed;
+        total.silent += r.silent;
+        total.closes += r.closes;
+    }
+    writeln!(
+        out,
+        "{:<18} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>7}",
+        "total",
+        total.lines,
+        total.findings,
+        total.errors,
+        total.violations,
+        total.ignored,
+        total.silent,
+        total.closes
+    )?;
+    if total.allowed > 0 {
+        writeln!(
+            out,
+            "{} ignored fields allowed by --allow-ignored",
+            total.allowed
+        )?;
+    }
+    if stats.bad_entries > 0 {
+        writeln!(
+            out,
+            "{} transcript lines were not entries",
+            stats.bad_entries
+        )?;
+    }
+    if stats.after_close > 0 {
+        writeln!(
+            out,
+            "{} lines after a connection close were not checked",
+            stats.after_close
+        )?;
+    }
+    if !stats.paths.is_empty() {
+        let mut paths: Vec<_> = stats.paths.iter().collect();
+        paths.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+        writeln!(out, "\nmost frequent ignored fields:")?;
+        for (p, (n, m)) in paths.iter().take(10) {
+            writeln!(out, "  {n:>9}  {p}  ({m})")?;
+        }
+    }
+    Ok(())
+}
