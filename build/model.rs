@@ -1155,12 +1155,8 @@ impl Model {
             b.def(root)?;
         }
         // Every response type, for both directions.
-        let keys: Vec<String> = b
-            .defs
-            .keys()
-            .filter(|k| k.ends_with("Response"))
-            .cloned()
-            .collect();
+        // Every definition, reachable or not (hand-written types refer to some directly).
+        let keys: Vec<String> = b.defs.keys().cloned().collect();
         for k in keys {
             b.def(&k)?;
         }

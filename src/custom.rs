@@ -148,3 +148,92 @@ impl<'de> Deserialize<'de> for MapOnly {
         d.deserialize_any(serde::de::IgnoredAny).map(|_| MapOnly)
     }
 }
+
+/// `thread/start.dynamicTools`: the server accepts the canonical tagged specs or a legacy
+/// untagged shape, never both in one request. Canonical elements are deserialized from a
+/// `Value` (hence `invalid type: number, expected variant identifier`), legacy ones as
+/// `LegacyDynamicToolSpec`.
+#[derive(Debug)]
+pub struct DynamicToolSpecs;
+
+/// The legacy shape: the server's struct has six fields (`… with 6 elements`); the last two
+/// are not documented anywhere we can read, so they are only counted here.
+#[derive(Debug, serde::Deserialize)]
+#[allow(dead_code)]
+struct LegacyDynamicToolSpec {
+    name: String,
+    description: String,
+    #[serde(rename = "inputSchema")]
+    input_schema: Value,
+    #[serde(rename = "deferLoading", default)]
+    defer_loading: Option<bool>,
+    #[serde(rename = "__codexWireLegacy4", default)]
+    legacy4: Option<Value>,
+    #[serde(rename = "__codexWireLegacy5", default)]
+    legacy5: Option<Value>,
+}
+
+const LEGACY_FIELDS: &[&str] = &["name", "description", "inputSchema", "deferLoading"];
+
+fn is_canonical(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| o.contains_key("type"))
+}
+
+/// Whether the specs mix canonical and legacy elements (namespace tools included).
+fn mixed(items: &[Value]) -> bool {
+    let (mut canonical, mut legacy) = (false, false);
+    for it in items {
+        if is_canonical(it) {
+            canonical = true;
+            if it["type"] == "namespace" {
+                for t in it["tools"].as_array().into_iter().flatten() {
+                    if is_canonical(t) {
+                        canonical = true;
+                    } else {
+                        legacy = true;
+                    }
+                }
+            }
+        } else {
+            legacy = true;
+        }
+    }
+    canonical && legacy
+}
+
+impl<'de> Deserialize<'de> for DynamicToolSpecs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let items = Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default();
+        if mixed(&items) {
+            return Err(D::Error::custom(
+                "dynamic tools must use either canonical or legacy format consistently",
+            ));
+        }
+        for it in &items {
+            let r = if is_canonical(it) {
+                crate::protocol::DynamicToolSpec::deserialize(it).map(drop)
+            } else {
+                LegacyDynamicToolSpec::deserialize(it).map(drop)
+            };
+            r.map_err(D::Error::custom)?;
+        }
+        Ok(DynamicToolSpecs)
+    }
+}
+
+impl Track for DynamicToolSpecs {
+    fn track(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+        let Value::Array(items) = v else { return };
+        for (i, it) in items.iter().enumerate() {
+            p.index(i);
+            if is_canonical(it) {
+                <crate::protocol::DynamicToolSpec as Track>::track(it, p, out);
+            } else if let Value::Object(m) = it {
+                for k in m.keys().filter(|k| !LEGACY_FIELDS.contains(&k.as_str())) {
+                    out.push(p.child(k));
+                }
+            }
+            p.pop();
+        }
+    }
+}
