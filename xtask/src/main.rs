@@ -13,6 +13,7 @@
 mod codex_bin;
 mod conformance;
 mod gen;
+mod oracle;
 mod probe;
 mod schema_cmd;
 mod server;
@@ -23,6 +24,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   conformance [--record] [--codex PATH] [--limit N] [--dry-run]
   probe [--codex PATH] [--write]
   schema [--version V | --codex PATH] [--check]
+  oracle [--record]        ignored-path oracle against the real server
   test [cargo test args]   install the pinned codex, run all tests and the live differential";
 
 fn main() {
@@ -33,6 +35,7 @@ fn main() {
         Some("probe") => probe::main(rest),
         Some("schema") => schema_cmd::run(rest),
         Some("test") => test_cmd::main(rest),
+        Some("oracle") => oracle::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

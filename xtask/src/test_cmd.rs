@@ -1,6 +1,6 @@
 //! `cargo xtask test`: the README's test command. Installs the pinned real `codex` binary (npm,
 //! into `target/codex-cache/`), runs every workspace test with `CODEX_WIRE_CODEX` pointing at
-//! it, then the live differential conformance run against it.
+//! it, then the live differential conformance run and the ignored-path oracle against it.
 
 use std::process::Command;
 
