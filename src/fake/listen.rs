@@ -134,8 +134,10 @@ fn ws_tcp(fake: Arc<Fake>, addr: &str, token: Option<String>) -> ExitCode {
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    eprintln!("codex app-server (WebSockets)\n  listening on: ws://{local}\n  readyz: http://{local}/readyz\n  healthz: http://{local}/healthz");
     fake.record(json!({"event": "listen", "url": format!("ws://{local}")}));
+    // One write, errors ignored: a harness that stops reading stderr must not kill the fake.
+    let banner = format!("codex app-server (WebSockets)\n  listening on: ws://{local}\n  readyz: http://{local}/readyz\n  healthz: http://{local}/healthz\n");
+    let _ = io::stderr().write_all(banner.as_bytes());
     for stream in listener.incoming().flatten() {
         let (fake, token) = (fake.clone(), token.clone());
         let _ = std::thread::Builder::new().spawn(move || {

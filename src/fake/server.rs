@@ -253,7 +253,10 @@ impl Conn {
             "turn/interrupt" => self.turn_interrupt(id, params),
             "turn/steer" => self.turn_steer(id, params),
             "thread/compact/start" => self.compact_start(id, params),
-            _ => Ok(self.result(id, defaults::result_for(method))),
+            _ => {
+                self.result(id, defaults::result_for(method));
+                Ok(())
+            }
         };
         if let Err(message) = r {
             self.error(id, message);
