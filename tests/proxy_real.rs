@@ -1,0 +1,176 @@
+//! `codex-wire proxy -- codex app-server` with the real binary: a client drives it, the
+//! replies are what the engine predicts, and the transcript passes through `validate` with
+//! the same findings the proxy printed live. Needs the pinned binary (`cargo xtask test`
+//! installs it; or set $CODEX_WIRE_CODEX); fails loudly without it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn codex() -> PathBuf {
+    let p = std::env::var_os("CODEX_WIRE_CODEX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("target/codex-cache/0.171.0/node_modules/.bin/codex")
+        });
+    assert!(
+        p.exists(),
+        "the real codex binary is missing at {} (run `cargo xtask test`, or set CODEX_WIRE_CODEX)",
+        p.display()
+    );
+    p
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "codex-wire-proxy-real-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The finding headers of human output, without their location prefix, in order.
+fn headers(text: &str, location: impl Fn(&str) -> Option<usize>) -> Vec<String> {
+    text.lines()
+        .map(|l| l.strip_prefix("codex-wire proxy: ").unwrap_or(l))
+        .filter_map(|l| location(l).map(|n| l[n..].to_string()))
+        .collect()
+}
+
+#[test]
+fn proxy_in_front_of_the_real_server() {
+    let codex = codex();
+    let work = tmp("work");
+    let (home, cwd) = (work.join("home"), work.join("cwd"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let transcript = work.join("transcript.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
+        .arg("proxy")
+        .arg("--transcript")
+        .arg(&transcript)
+        .arg("--")
+        .arg(&codex)
+        .arg("app-server")
+        .env("CODEX_HOME", &home)
+        .current_dir(&cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut w = child.stdin.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines() {
+            let Ok(l) = l else { return };
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    let stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
+        s
+    });
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"proxy-test","version":"1"},"capabilities":{"experimentalApi":true}}}"#,
+        r#"{"method":"initialized"}"#,
+        r#"{"id":1,"method":"config/read","params":{"includeLayers":false,"verbose":true}}"#,
+        r#"{"id":2,"method":"turn/start","params":{}}"#,
+        r#"{"id":3,"method":"thread/compact","params":{}}"#,
+        r#"{"id":4,"method":"initialize","params":{"clientInfo":{"name":"again","version":"1"}}}"#,
+        r#"{"id":5,"method":"thread/list","params":{"limit":"ten"}}"#,
+    ];
+    let mut session = codex_wire::Session::new();
+    for line in lines {
+        writeln!(w, "{line}").unwrap();
+        w.flush().unwrap();
+        let v = session.feed(line.as_bytes());
+        let Some(id) = v.id.clone() else { continue };
+        // The reply to this id, skipping notifications.
+        let reply = loop {
+            let l = rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no reply to {line}"));
+            let m: serde_json::Value = serde_json::from_str(&l).unwrap();
+            if m.get("id") == Some(&id) && m.get("method").is_none() {
+                break l;
+            }
+        };
+        if let Some(e) = v.error() {
+            assert_eq!(reply, e.line(), "the real server's reply to {line}");
+        } else {
+            assert!(reply.contains("\"result\""), "{line} → {reply}");
+        }
+    }
+    drop(w);
+    let status = {
+        let mut waited = 0;
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(waited < 300, "the server did not exit after stdin closed");
+            std::thread::sleep(Duration::from_millis(100));
+            waited += 1;
+        }
+    };
+    assert_eq!(status.code(), Some(0), "exit code passed through");
+    let live = err_reader.join().unwrap();
+
+    let proxy_findings = headers(&live, |l| {
+        let rest = l.strip_prefix("in:").or_else(|| l.strip_prefix("out:"))?;
+        let n = rest.find(": ")?;
+        rest[..n].parse::<u64>().ok()?;
+        Some(l.len() - rest.len() + n + 2)
+    });
+    let v = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
+        .args(["validate", "--format", "human"])
+        .arg(&transcript)
+        .output()
+        .unwrap();
+    assert_eq!(v.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&v.stdout).to_string();
+    let prefix = format!("{}:", transcript.display());
+    let validate_findings = headers(&text, |l| {
+        let rest = l.strip_prefix(&prefix)?;
+        let n = rest.find("]: ")?;
+        Some(prefix.len() + n + 3)
+    });
+    assert!(
+        proxy_findings.len() >= 5,
+        "the proxy flagged too little:\n{live}"
+    );
+    assert_eq!(
+        proxy_findings, validate_findings,
+        "live:\n{live}\nvalidate:\n{text}"
+    );
+    for want in [
+        "`$.jsonrpc` is ignored",
+        "`$.params.verbose` is ignored",
+        "missing field `threadId`",
+        "unknown variant `thread/compact`",
+        "Already initialized",
+        "invalid type: string \"ten\"",
+    ] {
+        assert!(
+            proxy_findings.iter().any(|f| f.contains(want)),
+            "{want}: {proxy_findings:#?}"
+        );
+    }
+    // No drift: everything the real server wrote matches the schema.
+    assert!(
+        !proxy_findings.iter().any(|f| f.contains("drift")),
+        "{proxy_findings:#?}"
+    );
+    let _ = std::fs::remove_dir_all(work);
+}

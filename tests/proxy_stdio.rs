@@ -1,0 +1,116 @@
+//! `codex-wire proxy` around ordinary commands: bytes pass unchanged both ways, the exit code
+//! and the signal pass through, and the transcript reads back through `validate`.
+
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_codex-wire")
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("codex-wire-proxy-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn forwards_bytes_unchanged_and_passes_the_exit_code() {
+    let dir = tmp("bytes");
+    let transcript = dir.join("t.jsonl");
+    let input: &[u8] = b"{\"id\":0,\"method\":\"initialize\",\"params\":{\"clientInfo\":{\"name\":\"a\",\"version\":\"1\"}}}\n\
+{\"id\":1,\"method\":\"turn/start\",\"params\":{}}\r\n\
+not json at all\n\
+\xff\xfe bytes\n\
+{\"id\":2,\"method\":\"thread/list\",\"params\":{\"x\":1}}";
+    let mut c = Command::new(bin())
+        .args(["proxy", "--transcript"])
+        .arg(&transcript)
+        .args(["--", "sh", "-c", "cat; exit 7"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(input).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert_eq!(out.stdout, input, "bytes changed on the way");
+    assert_eq!(out.status.code(), Some(7));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing field `threadId`"), "{err}");
+    assert!(err.contains("summary"), "{err}");
+
+    // The transcript: spawn, 5 messages in, the echo 5 messages out, stdin_eof, exit.
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let entries: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries[0]["event"], "spawn");
+    assert_eq!(entries.last().unwrap()["event"], "exit");
+    assert_eq!(entries.last().unwrap()["code"], 7);
+    assert_eq!(entries.iter().filter(|e| e["dir"] == "in").count(), 5);
+    assert!(entries.iter().any(|e| e["hex"].is_string()));
+    // And validate reads it back with the same client-side verdicts.
+    let v = Command::new(bin())
+        .args(["validate", "--format", "json"])
+        .arg(&transcript)
+        .output()
+        .unwrap();
+    let recs: Vec<serde_json::Value> = String::from_utf8_lossy(&v.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ins: Vec<_> = recs.iter().filter(|r| r["dir"] == "in").collect();
+    assert_eq!(
+        ins.len(),
+        4,
+        "the line after the invalid UTF-8 one is after the close"
+    );
+    assert_eq!(
+        ins[1]["error"]["message"],
+        "Invalid request: missing field `threadId`"
+    );
+    assert_eq!(ins[2]["kind"], "unparsed");
+    assert_eq!(ins[3]["closes"], true);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn passes_the_childs_signal_through() {
+    let out = Command::new(bin())
+        .args(["proxy", "--quiet", "--", "sh", "-c", "kill -TERM $$"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
+}
+
+#[test]
+fn forwards_a_signal_it_receives_to_the_child() {
+    let mut c = Command::new(bin())
+        .args(["proxy", "--quiet", "--", "sleep", "30"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(c.id() as i32, libc::SIGINT);
+    }
+    let status = c.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+}
+
+#[test]
+fn a_missing_command_is_a_clear_error() {
+    let out = Command::new(bin())
+        .args(["proxy", "--", "/nonexistent/codex"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot start /nonexistent/codex"));
+    let out = Command::new(bin()).args(["proxy"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

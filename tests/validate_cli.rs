@@ -1,0 +1,294 @@
+//! `codex-wire validate`: output contract, formats, sessions, parallel = sequential, and
+//! robustness on arbitrary bytes.
+
+use codex_wire::validate::{self, report::OutFormat, Config};
+use codex_wire::Session;
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_codex-wire"))
+}
+
+fn validate_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut c = bin()
+        .arg("validate")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut w = c.stdin.take().unwrap();
+    let input = input.to_vec();
+    // Written from a thread: the output pipe must be drained meanwhile.
+    let t = std::thread::spawn(move || {
+        let _ = w.write_all(&input);
+    });
+    let out = c.wait_with_output().unwrap();
+    t.join().unwrap();
+    out
+}
+
+fn records(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn sample_json_contract() {
+    let out = bin()
+        .args([
+            "validate",
+            "--format",
+            "json",
+            "samples/client-session.jsonl",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let r = records(&out);
+    assert_eq!(r.len(), 8);
+    assert_eq!(
+        r[2].to_string(),
+        r#"{"line":3,"dir":"in","kind":"request","id":1,"method":"thread/start","error":null,"ignored":["$.params.temperature"],"closes":false}"#
+    );
+    assert_eq!(
+        r[4]["error"].to_string(),
+        r#"{"code":-32600,"message":"Invalid request: missing field `threadId`"}"#
+    );
+}
+
+#[test]
+fn clean_input_exits_zero_and_allow_ignored_silences_known_fields() {
+    let init =
+        r#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"a","version":"1"}}}"#;
+    let ok = format!("{init}\n{{\"method\":\"initialized\"}}\n");
+    assert_eq!(validate_stdin(&[], ok.as_bytes()).status.code(), Some(0));
+    let extra = format!(
+        "{init}\n{{\"id\":1,\"method\":\"thread/start\",\"params\":{{\"temperature\":1}}}}\n"
+    );
+    assert_eq!(validate_stdin(&[], extra.as_bytes()).status.code(), Some(1));
+    let out = validate_stdin(&["--allow-ignored", "params.temperature"], extra.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(records(&out)[1]["ignored"], serde_json::json!([]));
+}
+
+#[test]
+fn usage_and_io_errors_exit_two() {
+    assert_eq!(
+        validate_stdin(&["--format", "xml"], b"").status.code(),
+        Some(2)
+    );
+    assert_eq!(validate_stdin(&["--bogus"], b"").status.code(), Some(2));
+    let out = bin()
+        .args(["validate", "/nonexistent/capture.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent"));
+}
+
+#[test]
+fn human_output_quotes_the_line_and_points_at_the_field() {
+    let input = concat!(
+        r#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"a","version":"1"}}}"#,
+        "\n",
+        r#"{"id":1,"method":"thread/start","params":{"model":"m","temperature":0.2}}"#,
+        "\n",
+        r#"{"id":2,"method":"thread/start","params":{"approvalPolicy":"sometimes"}}"#,
+        "\n"
+    );
+    let out = validate_stdin(&["--format", "human"], input.as_bytes());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains("`$.params.temperature` is ignored by the server"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(lines[i].starts_with("<stdin>:2: warning: request thread/start (id 1)"));
+    // The caret line underlines exactly `"temperature":0.2`.
+    let quoted = lines[i + 1];
+    let carets = lines[i + 2];
+    let at = quoted.find(r#""temperature""#).unwrap();
+    assert_eq!(carets.find('^'), Some(at), "{quoted}\n{carets}");
+    assert_eq!(carets.trim_end().len() - at, r#""temperature":0.2"#.len());
+    let j = lines
+        .iter()
+        .position(|l| l.contains("unknown variant `sometimes`"))
+        .unwrap();
+    assert!(lines[j + 2].contains('^'));
+    assert!(lines[j + 3].contains(r#"= the server replies {"error":{"code":-32600"#));
+    assert!(text.contains("total"), "summary table: {text}");
+}
+
+/// The reference: one session, one line at a time.
+fn reference(input: &[u8]) -> Vec<String> {
+    let mut s = Session::new();
+    let mut out = Vec::new();
+    for line in input.split(|&b| b == b'\n') {
+        if out.len() as u64 == input.iter().filter(|&&b| b == b'\n').count() as u64 {
+            break;
+        }
+        let v = s.feed(line);
+        out.push(format!("{:?} {:?} {:?}", v.outcome, v.ignored, v.kind));
+        if v.outcome == codex_wire::Outcome::Close {
+            break;
+        }
+    }
+    out
+}
+
+fn run(input: &[u8], jobs: usize) -> (Vec<u8>, u64) {
+    let cfg = Config {
+        format: OutFormat::Json,
+        jobs,
+        ..Config::default()
+    };
+    let mut out = Vec::new();
+    let stats = validate::run(input, None, "t", &cfg, &mut out).unwrap();
+    (out, stats.findings())
+}
+
+#[test]
+fn parallel_output_is_the_sequential_output() {
+    let mut traffic = Vec::new();
+    validate::traffic::generate(40_000, 7, &mut traffic).unwrap();
+    // Also a capture whose `initialize` comes late: the batches before it are checked with
+    // an uninitialized session, and the ones the workers guessed wrong are re-checked.
+    let mut late = Vec::new();
+    let body: Vec<&[u8]> = traffic.split(|&b| b == b'\n').collect();
+    for l in &body[2..20_000] {
+        late.extend_from_slice(l);
+        late.push(b'\n');
+    }
+    late.extend_from_slice(body[0]);
+    late.push(b'\n');
+    for l in &body[20_000..body.len() - 1] {
+        late.extend_from_slice(l);
+        late.push(b'\n');
+    }
+    for input in [&traffic, &late] {
+        let (one, f1) = run(input, 1);
+        let (three, f3) = run(input, 3);
+        assert!(one == three, "parallel output differs");
+        assert_eq!(f1, f3);
+        // And both are what a plain one-line-at-a-time session says.
+        let want = reference(input);
+        let got: Vec<Value> = String::from_utf8_lossy(&one)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(got.len(), want.len());
+        let errors = got.iter().filter(|r| !r["error"].is_null()).count();
+        let want_errors = want.iter().filter(|w| w.starts_with("Reply")).count();
+        assert_eq!(errors, want_errors);
+        assert!(errors > 1000, "the traffic has invalid lines");
+    }
+    let (late_out, _) = run(&late, 2);
+    assert!(String::from_utf8_lossy(&late_out).contains("Not initialized"));
+}
+
+#[test]
+fn transcripts_check_both_directions_and_keep_sessions_apart() {
+    let t = [
+        r#"{"pid":1,"t":0,"event":"spawn","argv":["codex","app-server"]}"#,
+        r#"{"pid":1,"t":0,"dir":"in","msg":{"id":0,"method":"initialize","params":{"clientInfo":{"name":"a","version":"1"}}}}"#,
+        r#"{"pid":2,"t":0,"dir":"in","msg":{"id":5,"method":"thread/list","params":{}}}"#,
+        r#"{"pid":1,"t":0,"dir":"out","msg":{"id":9001,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"i"}}}"#,
+        r#"{"pid":1,"t":0,"dir":"in","msg":{"id":9001,"result":{"decision":"maybe"}}}"#,
+        r#"{"pid":1,"t":0,"dir":"out","msg":{"method":"thread/started","params":{"thread":42}}}"#,
+        r#"{"pid":1,"t":0,"dir":"in","raw":"not json"}"#,
+        "garbage",
+        r#"{"pid":1,"t":0,"event":"exit","code":0}"#,
+    ]
+    .join("\n");
+    let out = validate_stdin(&["--format", "json"], t.as_bytes());
+    assert_eq!(out.status.code(), Some(1));
+    let r = records(&out);
+    assert_eq!(r.len(), 7, "{r:#?}");
+    assert_eq!(r[0]["line"], 2);
+    assert!(r[0]["error"].is_null());
+    // pid 2 never initialized its own connection.
+    assert_eq!(r[1]["pid"], 2);
+    assert_eq!(r[1]["error"]["message"], "Not initialized");
+    assert_eq!(r[2]["dir"], "out");
+    assert_eq!(r[2]["kind"], "request");
+    assert!(r[2].get("violation").is_none(), "{}", r[2]);
+    assert_eq!(r[3]["replyTo"], "item/commandExecution/requestApproval");
+    assert!(
+        r[3]["violation"].as_str().unwrap().contains("maybe"),
+        "{}",
+        r[3]
+    );
+    assert!(r[4]["violation"].is_string(), "drift: {}", r[4]);
+    assert_eq!(r[5]["kind"], "unparsed");
+    assert_eq!(r[6]["kind"], "unreadable");
+}
+
+#[test]
+fn the_real_session_transcript_is_clean() {
+    let out = bin()
+        .args([
+            "validate",
+            "--format",
+            "json",
+            "tests/corpus/real_session.jsonl",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let r = records(&out);
+    assert_eq!(r.len(), 25);
+    assert!(r.iter().all(|x| x.get("violation").is_none()));
+    assert!(r
+        .iter()
+        .any(|x| x["dir"] == "out" && x["replyTo"] == "thread/start"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn arbitrary_bytes_never_crash_it() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut bytes = Vec::new();
+    let pieces: [&[u8]; 8] = [
+        b"{",
+        b"}",
+        b"\"dir\":\"in\"",
+        b"\"msg\":",
+        b"\n",
+        b"\xff",
+        b"[1,",
+        b"\"id\":1,",
+    ];
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if x % 3 == 0 {
+            bytes.extend_from_slice(pieces[(x >> 8) as usize % pieces.len()]);
+        } else {
+            bytes.push((x >> 16) as u8);
+        }
+    }
+    for input in ["raw", "transcript"] {
+        for format in ["json", "human"] {
+            let out = validate_stdin(&["--input", input, "--format", format], &bytes);
+            let code = out.status.code();
+            assert!(
+                matches!(code, Some(0 | 1)),
+                "{input}/{format}: {code:?} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
