@@ -467,7 +467,12 @@ pub fn emit(m: &Model) -> String {
     let exp_fields: Vec<TokenStream> = m
         .experimental_fields
         .iter()
-        .map(|(method, fs)| quote!((#method, &[#(#fs),*])))
+        .map(|(method, fs)| {
+            let fs = fs
+                .iter()
+                .map(|(f, null_set, false_set)| quote!((#f, #null_set, #false_set)));
+            quote!((#method, &[#(#fs),*]))
+        })
         .collect();
     let exp_variants: Vec<TokenStream> = m
         .experimental_variants
@@ -481,8 +486,9 @@ pub fn emit(m: &Model) -> String {
         pub const CLIENT_METHODS: &[&str] = &[#(#methods),*];
         /// Client request methods that need the `experimentalApi` capability.
         pub const EXPERIMENTAL_METHODS: &[&str] = &[#(#exp_methods),*];
-        /// Per method, the params fields that need the `experimentalApi` capability.
-        pub const EXPERIMENTAL_FIELDS: &[(&str, &[&str])] = &[#(#exp_fields),*];
+        /// Per method, the params fields that need the `experimentalApi` capability when set:
+        /// (field, whether `null` counts as set, whether `false` counts as set).
+        pub const EXPERIMENTAL_FIELDS: &[(&str, &[(&str, bool, bool)])] = &[#(#exp_fields),*];
         /// Server→client request methods whose response type is known.
         pub const SERVER_REQUEST_METHODS: &[&str] = &[#(#resp_methods),*];
 

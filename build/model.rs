@@ -96,8 +96,8 @@ pub struct Model {
     pub client_results: Vec<(String, usize)>,
     /// Methods present only in the `--experimental` bundle.
     pub experimental_methods: Vec<String>,
-    /// Per stable method: params fields present only in the `--experimental` bundle.
-    pub experimental_fields: Vec<(String, Vec<String>)>,
+    /// Per method: gated params fields, with whether `null` and `false` count as set.
+    pub experimental_fields: Vec<(String, Vec<(String, bool, bool)>)>,
     /// (method, params field, variant, reason): a gated variant used at the top of params.
     pub experimental_variants: Vec<(String, String, String, String)>,
 }
@@ -1191,27 +1191,35 @@ impl Model {
         let gating = obj_of(merged.get("experimental_gating"));
         let experimental_fields = if gating.is_empty() {
             experimental_fields
+                .into_iter()
+                .map(|(m, fs)| (m, fs.into_iter().map(|f| (f, false, true)).collect()))
+                .collect()
         } else {
-            let mut by_method: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            // Per (method, field): which probed values were gated.
+            let mut seen: BTreeMap<(String, String), HashSet<String>> = BTreeMap::new();
             for (case, msg) in &gating {
                 let (Some((method, rest)), Some(msg)) = (case.split_once("#plain:"), msg.as_str())
                 else {
                     continue;
                 };
-                let field = rest.split('=').next().unwrap_or_default();
+                let (field, value) = rest.split_once('=').unwrap_or((rest, "set"));
                 if msg == format!("{method}.{field} requires experimentalApi capability") {
-                    let fs = by_method.entry(method.to_string()).or_default();
-                    if !fs.iter().any(|f| f == field) {
-                        fs.push(field.to_string());
-                    }
+                    seen.entry((method.to_string(), field.to_string()))
+                        .or_default()
+                        .insert(value.to_string());
                 }
             }
             // Keep the declaration order of the diff (the server reports the first gated field).
             experimental_fields
                 .into_iter()
                 .filter_map(|(m, fs)| {
-                    let gated = by_method.get(&m)?;
-                    let fs: Vec<String> = fs.into_iter().filter(|f| gated.contains(f)).collect();
+                    let fs: Vec<(String, bool, bool)> = fs
+                        .into_iter()
+                        .filter_map(|f| {
+                            let vals = seen.get(&(m.clone(), f.clone()))?;
+                            Some((f, vals.contains("null"), vals.contains("false")))
+                        })
+                        .collect();
                     (!fs.is_empty()).then_some((m, fs))
                 })
                 .collect()

@@ -390,10 +390,15 @@ fn experimental_reason(method: &str, params: &Value) -> Option<String> {
         .iter()
         .find(|(m, _)| *m == method)
     {
-        if let Some(f) = fields
-            .iter()
-            .find(|f| params.get(**f).is_some_and(|v| !v.is_null()))
-        {
+        // "Set" as the server's check sees it: a plain `bool` only when true, a double
+        // option even when null.
+        let set = |(f, null_set, false_set): &&(&str, bool, bool)| match params.get(*f) {
+            None => false,
+            Some(Value::Null) => *null_set,
+            Some(Value::Bool(false)) => *false_set,
+            Some(_) => true,
+        };
+        if let Some((f, ..)) = fields.iter().find(set) {
             return Some(format!("{method}.{f}"));
         }
     }

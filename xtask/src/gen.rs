@@ -1368,11 +1368,19 @@ fn experimental_cases(s: &Schema, methods: &[Method]) -> Vec<Case> {
                         values.push((t.clone(), s.minimal(v, k, 1)));
                     }
                 }
+                // What counts as "set" for the gate: `false` may not, `null` may (double options).
+                Shape::Bool => {
+                    values.push(("true".into(), Value::Bool(true)));
+                    values.push(("false".into(), Value::Bool(false)));
+                }
                 _ => {
                     if !o.required.contains(k) {
                         values.push(("set".into(), s.minimal(&inner, k, 1)));
                     }
                 }
+            }
+            if matches!(c.shape, Shape::Nullable(_)) && !o.required.contains(k) {
+                values.push(("null".into(), Value::Null));
             }
             for (what, val) in values {
                 let p = with(&min, &[Seg::Key(k.clone())], val);
