@@ -130,10 +130,8 @@ fn human_output_quotes_the_line_and_points_at_the_field() {
 fn reference(input: &[u8]) -> Vec<String> {
     let mut s = Session::new();
     let mut out = Vec::new();
-    for line in input.split(|&b| b == b'\n') {
-        if out.len() as u64 == input.iter().filter(|&&b| b == b'\n').count() as u64 {
-            break;
-        }
+    let lines = input.iter().filter(|&&b| b == b'\n').count();
+    for line in input.split(|&b| b == b'\n').take(lines) {
         let v = s.feed(line);
         out.push(format!("{:?} {:?} {:?}", v.outcome, v.ignored, v.kind));
         if v.outcome == codex_wire::Outcome::Close {
@@ -157,18 +155,18 @@ fn run(input: &[u8], jobs: usize) -> (Vec<u8>, u64) {
 #[test]
 fn parallel_output_is_the_sequential_output() {
     let mut traffic = Vec::new();
-    validate::traffic::generate(40_000, 7, &mut traffic).unwrap();
+    validate::traffic::generate(20_000, 7, &mut traffic).unwrap();
     // Also a capture whose `initialize` comes late: the batches before it are checked with
     // an uninitialized session, and the ones the workers guessed wrong are re-checked.
     let mut late = Vec::new();
     let body: Vec<&[u8]> = traffic.split(|&b| b == b'\n').collect();
-    for l in &body[2..20_000] {
+    for l in &body[2..8_000] {
         late.extend_from_slice(l);
         late.push(b'\n');
     }
     late.extend_from_slice(body[0]);
     late.push(b'\n');
-    for l in &body[20_000..body.len() - 1] {
+    for l in &body[8_000..body.len() - 1] {
         late.extend_from_slice(l);
         late.push(b'\n');
     }
@@ -187,7 +185,7 @@ fn parallel_output_is_the_sequential_output() {
         let errors = got.iter().filter(|r| !r["error"].is_null()).count();
         let want_errors = want.iter().filter(|w| w.starts_with("Reply")).count();
         assert_eq!(errors, want_errors);
-        assert!(errors > 1000, "the traffic has invalid lines");
+        assert!(errors > 500, "the traffic has invalid lines");
     }
     let (late_out, _) = run(&late, 2);
     assert!(String::from_utf8_lossy(&late_out).contains("Not initialized"));
@@ -199,7 +197,7 @@ fn transcripts_check_both_directions_and_keep_sessions_apart() {
         r#"{"pid":1,"t":0,"event":"spawn","argv":["codex","app-server"]}"#,
         r#"{"pid":1,"t":0,"dir":"in","msg":{"id":0,"method":"initialize","params":{"clientInfo":{"name":"a","version":"1"}}}}"#,
         r#"{"pid":2,"t":0,"dir":"in","msg":{"id":5,"method":"thread/list","params":{}}}"#,
-        r#"{"pid":1,"t":0,"dir":"out","msg":{"id":9001,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"i"}}}"#,
+        r#"{"pid":1,"t":0,"dir":"out","msg":{"id":9001,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"i","startedAtMs":1}}}"#,
         r#"{"pid":1,"t":0,"dir":"in","msg":{"id":9001,"result":{"decision":"maybe"}}}"#,
         r#"{"pid":1,"t":0,"dir":"out","msg":{"method":"thread/started","params":{"thread":42}}}"#,
         r#"{"pid":1,"t":0,"dir":"in","raw":"not json"}"#,
