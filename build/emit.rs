@@ -464,31 +464,26 @@ pub fn emit(m: &Model) -> String {
         })
         .collect();
     let exp_methods = &m.experimental_methods;
-    let exp_fields: Vec<TokenStream> = m
-        .experimental_fields
+    let exp_checks: Vec<TokenStream> = m
+        .experimental_checks
         .iter()
-        .map(|(method, fs)| {
-            let fs = fs
-                .iter()
-                .map(|(f, null_set, false_set)| quote!((#f, #null_set, #false_set)));
-            quote!((#method, &[#(#fs),*]))
+        .map(|(method, cs)| {
+            let cs = cs.iter().map(|c| {
+                let (f, v, r, n, fa) = (&c.field, &c.variant, &c.reason, c.null_set, c.false_set);
+                quote!((#f, #v, #r, #n, #fa))
+            });
+            quote!((#method, &[#(#cs),*]))
         })
         .collect();
-    let exp_variants: Vec<TokenStream> = m
-        .experimental_variants
-        .iter()
-        .map(|(a, b, c, d)| quote!((#a, #b, #c, #d)))
-        .collect();
     let file = quote! {
-        /// (method, params field, variant, reason): variants that need `experimentalApi`.
-        pub const EXPERIMENTAL_VARIANTS: &[(&str, &str, &str, &str)] = &[#(#exp_variants),*];
         /// Client request methods, in the real server's declaration order.
         pub const CLIENT_METHODS: &[&str] = &[#(#methods),*];
         /// Client request methods that need the `experimentalApi` capability.
         pub const EXPERIMENTAL_METHODS: &[&str] = &[#(#exp_methods),*];
-        /// Per method, the params fields that need the `experimentalApi` capability when set:
-        /// (field, whether `null` counts as set, whether `false` counts as set).
-        pub const EXPERIMENTAL_FIELDS: &[(&str, &[(&str, bool, bool)])] = &[#(#exp_fields),*];
+        /// Per method, the experimental gate's checks on params fields, in the server's order:
+        /// (field, variant or "" for the field itself, reason or "" for `method.field`,
+        /// whether `null` counts as set, whether `false` counts as set).
+        pub const EXPERIMENTAL_CHECKS: &[(&str, &[(&str, &str, &str, bool, bool)])] = &[#(#exp_checks),*];
         /// Server→client request methods whose response type is known.
         pub const SERVER_REQUEST_METHODS: &[&str] = &[#(#resp_methods),*];
 

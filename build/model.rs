@@ -96,10 +96,21 @@ pub struct Model {
     pub client_results: Vec<(String, usize)>,
     /// Methods present only in the `--experimental` bundle.
     pub experimental_methods: Vec<String>,
-    /// Per method: gated params fields, with whether `null` and `false` count as set.
-    pub experimental_fields: Vec<(String, Vec<(String, bool, bool)>)>,
-    /// (method, params field, variant, reason): a gated variant used at the top of params.
-    pub experimental_variants: Vec<(String, String, String, String)>,
+    /// Per method: the gate's checks on params fields, in the order the server makes them.
+    pub experimental_checks: Vec<(String, Vec<ExperimentalCheck>)>,
+}
+
+/// One experimental-gate check on a params field.
+pub struct ExperimentalCheck {
+    pub field: String,
+    /// Empty: the field itself is gated; else only this enum variant of it.
+    pub variant: String,
+    /// Empty: `method.field`.
+    pub reason: String,
+    /// Whether `null` counts as set (double options).
+    pub null_set: bool,
+    /// Whether `false` counts as set (`Option<bool>`; a plain `bool` is set only when true).
+    pub false_set: bool,
 }
 
 fn flatten_defs(bundle: &Value) -> BTreeMap<String, Value> {
@@ -489,6 +500,27 @@ impl<'a> Builder<'a> {
             }
         }
         (names, HashSet::new())
+    }
+
+    /// Declaration order of some fields of a type: the first TS object literal of the type's
+    /// file that has them all.
+    fn declared_order(&self, key: &str, names: &[String]) -> Vec<String> {
+        let objs = self
+            .ts_of(key)
+            .and_then(|t| t.get("objects"))
+            .and_then(Value::as_array);
+        for o in objs.into_iter().flatten() {
+            let ks: Vec<String> = o
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|k| k.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect();
+            if names.iter().all(|n| ks.contains(n)) {
+                return ks;
+            }
+        }
+        names.to_vec()
     }
 
     /// Declaration order of enum members, from the TS union with the same member set.
@@ -1189,7 +1221,7 @@ impl Model {
         // What the binary gates, as probed (`method#plain:field=value` → message), wins over
         // the bundle diff: some experimental-only fields are not gated at all.
         let gating = obj_of(merged.get("experimental_gating"));
-        let experimental_fields = if gating.is_empty() {
+        let experimental_fields: Vec<(String, Vec<(String, bool, bool)>)> = if gating.is_empty() {
             experimental_fields
                 .into_iter()
                 .map(|(m, fs)| (m, fs.into_iter().map(|f| (f, false, true)).collect()))
@@ -1224,34 +1256,72 @@ impl Model {
                 })
                 .collect()
         };
-        // Gated variants: find the params fields of each method whose type is the gated enum.
-        let mut experimental_variants = Vec::new();
-        for (method, member) in request_members(&b.defs, "ClientRequest") {
-            let Some(params) = params_key(&member) else {
+        // One ordered list of checks per method: plain gated fields and gated enum variants
+        // (e.g. `askForApproval.granular`); the server reports the first one in declaration
+        // order (TS), not sorted.
+        let members = request_members(&b.defs, "ClientRequest");
+        let mut checks: BTreeMap<String, Vec<ExperimentalCheck>> = BTreeMap::new();
+        for (m, fs) in experimental_fields {
+            for (field, null_set, false_set) in fs {
+                checks
+                    .entry(m.clone())
+                    .or_default()
+                    .push(ExperimentalCheck {
+                        field,
+                        variant: String::new(),
+                        reason: String::new(),
+                        null_set,
+                        false_set,
+                    });
+            }
+        }
+        for (method, member) in &members {
+            let Some(params) = params_key(member) else {
                 continue;
             };
             for (field, fs) in obj_of(b.defs.get(&params).and_then(|p| p.get("properties"))) {
                 let text = fs.to_string();
                 for (ty, variant, reason) in &facts.experimental_variants {
                     if text.contains(&format!("\"#/definitions/{ty}\"")) {
-                        experimental_variants.push((
-                            method.clone(),
-                            field.clone(),
-                            variant.clone(),
-                            reason.clone(),
-                        ));
+                        checks
+                            .entry(method.clone())
+                            .or_default()
+                            .push(ExperimentalCheck {
+                                field: field.clone(),
+                                variant: variant.clone(),
+                                reason: reason.clone(),
+                                null_set: false,
+                                false_set: false,
+                            });
                     }
                 }
             }
         }
+        let mut experimental_checks = Vec::new();
+        for (m, mut cs) in checks {
+            let key = members
+                .iter()
+                .find(|(name, _)| *name == m)
+                .and_then(|(_, member)| params_key(member));
+            if let Some(key) = key {
+                let names: Vec<String> = cs.iter().map(|c| c.field.clone()).collect();
+                let order = b.declared_order(&key, &names);
+                cs.sort_by_key(|c| {
+                    order
+                        .iter()
+                        .position(|o| *o == c.field)
+                        .unwrap_or(usize::MAX)
+                });
+            }
+            experimental_checks.push((m, cs));
+        }
         Ok(Model {
             client_results,
-            experimental_variants,
             types: b.types,
             client_methods,
             server_responses,
             experimental_methods,
-            experimental_fields,
+            experimental_checks,
         })
     }
 }

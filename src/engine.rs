@@ -386,31 +386,32 @@ fn experimental_reason(method: &str, params: &Value) -> Option<String> {
         return Some(method.to_string());
     }
     let params = params.as_object()?;
-    if let Some((_, fields)) = protocol::EXPERIMENTAL_FIELDS
+    let (_, checks) = protocol::EXPERIMENTAL_CHECKS
         .iter()
-        .find(|(m, _)| *m == method)
-    {
-        // "Set" as the server's check sees it: a plain `bool` only when true, a double
-        // option even when null.
-        let set = |(f, null_set, false_set): &&(&str, bool, bool)| match params.get(*f) {
-            None => false,
-            Some(Value::Null) => *null_set,
-            Some(Value::Bool(false)) => *false_set,
-            Some(_) => true,
-        };
-        if let Some((f, ..)) = fields.iter().find(set) {
-            return Some(format!("{method}.{f}"));
-        }
-    }
-    protocol::EXPERIMENTAL_VARIANTS
+        .find(|(m, _)| *m == method)?;
+    checks
         .iter()
-        .filter(|(m, ..)| *m == method)
-        .find(|(_, field, variant, _)| match params.get(*field) {
-            Some(Value::String(s)) => s == variant,
-            Some(Value::Object(o)) => o.contains_key(*variant),
-            _ => false,
+        .find(
+            |(field, variant, _, null_set, false_set)| match params.get(*field) {
+                None => false,
+                // A gated variant: the value names it (unit string or externally tagged key).
+                Some(Value::String(s)) if !variant.is_empty() => s == variant,
+                Some(Value::Object(o)) if !variant.is_empty() => o.contains_key(*variant),
+                Some(_) if !variant.is_empty() => false,
+                // "Set" as the server's check sees it: a plain `bool` only when true, a double
+                // option even when null.
+                Some(Value::Null) => *null_set,
+                Some(Value::Bool(false)) => *false_set,
+                Some(_) => true,
+            },
+        )
+        .map(|(field, _, reason, ..)| {
+            if reason.is_empty() {
+                format!("{method}.{field}")
+            } else {
+                reason.to_string()
+            }
         })
-        .map(|(.., reason)| reason.to_string())
 }
 
 /// `http::HeaderValue::from_str` rules: visible ASCII, space and tab, or obs-text bytes.
