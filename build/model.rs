@@ -100,6 +100,9 @@ pub struct Model {
     pub experimental_checks: Vec<(String, Vec<ExperimentalCheck>)>,
 }
 
+/// Per method: gated params fields with (null counts as set, false counts as set).
+type GatedFields = Vec<(String, Vec<(String, bool, bool)>)>;
+
 /// One experimental-gate check on a params field.
 pub struct ExperimentalCheck {
     pub field: String,
@@ -1221,7 +1224,7 @@ impl Model {
         // What the binary gates, as probed (`method#plain:field=value` → message), wins over
         // the bundle diff: some experimental-only fields are not gated at all.
         let gating = obj_of(merged.get("experimental_gating"));
-        let experimental_fields: Vec<(String, Vec<(String, bool, bool)>)> = if gating.is_empty() {
+        let experimental_fields: GatedFields = if gating.is_empty() {
             experimental_fields
                 .into_iter()
                 .map(|(m, fs)| (m, fs.into_iter().map(|f| (f, false, true)).collect()))

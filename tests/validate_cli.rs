@@ -272,7 +272,7 @@ fn arbitrary_bytes_never_crash_it() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        if x % 3 == 0 {
+        if x.is_multiple_of(3) {
             bytes.extend_from_slice(pieces[(x >> 8) as usize % pieces.len()]);
         } else {
             bytes.push((x >> 16) as u8);

@@ -209,7 +209,7 @@ impl Scanner<'_> {
 mod tests {
     use super::*;
 
-    fn at<'a>(t: &'a str, s: Option<(usize, usize)>) -> &'a str {
+    fn at(t: &str, s: Option<(usize, usize)>) -> &str {
         let (a, b) = s.unwrap();
         &t[a..b]
     }
