@@ -10,6 +10,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
+/// How many unanswered client requests a session remembers for matching the server's results.
+const MAX_AWAITING: usize = 65_536;
+
 /// JSON-RPC error code the real server uses for every protocol error.
 pub const INVALID_REQUEST: i64 = -32600;
 
@@ -152,24 +155,68 @@ impl Session {
         };
         // The line reader drops the `\r` of a `\r\n` ending.
         let text = text.strip_suffix('\r').unwrap_or(text);
-        // Classified straight from the text, as the transport does: deserializing from a
-        // `Value` would differ on numbers beyond 64 bits.
-        let Ok(parsed) = serde_json::from_str::<JSONRPCMessage>(text) else {
+        let Ok(Entries(entries)) = serde_json::from_str::<Entries>(text) else {
             return Verdict::new(Kind::Unparsed, Outcome::NoReply);
         };
-        let Ok(msg) = serde_json::from_str::<Value>(text) else {
+        let mut obj = Map::new();
+        let mut duplicate_envelope_key = false;
+        for (k, v) in entries {
+            let envelope_key = matches!(
+                k.as_str(),
+                "id" | "method" | "params" | "trace" | "result" | "error"
+            );
+            // Later duplicates win, as in serde_json's own maps (the server's params too).
+            if obj.insert(k, v).is_some() && envelope_key {
+                duplicate_envelope_key = true;
+            }
+        }
+        // The transport reads the envelope straight from the text, where a duplicated field
+        // fails its struct and an id like `-0` is no i64: the exact (slower) path then.
+        let odd_id = obj.get("id").is_some_and(|id| {
+            id.is_number() && id.as_i64().map(|n| n.to_string()) != Some(id.to_string())
+        });
+        let exact = (duplicate_envelope_key || odd_id)
+            .then(|| serde_json::from_str::<JSONRPCMessage>(text));
+        // The transport's untagged `JSONRPCMessage`, tried on the envelope only: the payload
+        // (params, result, error data) is a plain `Value` there, so what it holds never
+        // changes the classification (the transport parses it from the text, where even
+        // integers beyond 64 bits are fine). One parse of the line serves everything.
+        let mut envelope = Map::new();
+        for (k, v) in &obj {
+            let shallow = match (k.as_str(), v) {
+                ("params" | "result", _) => Value::Null,
+                ("error", Value::Object(e)) => Value::Object(
+                    e.iter()
+                        .map(|(k, v)| {
+                            (k.clone(), if k == "data" { Value::Null } else { v.clone() })
+                        })
+                        .collect(),
+                ),
+                _ => v.clone(),
+            };
+            envelope.insert(k.clone(), shallow);
+        }
+        let envelope = Value::Object(envelope);
+        let parsed = match exact {
+            Some(exact) => exact.ok(),
+            None => JSONRPCMessage::deserialize(&envelope).ok(),
+        };
+        let Some(parsed) = parsed else {
             return Verdict::new(Kind::Unparsed, Outcome::NoReply);
         };
-        self.dispatch(parsed, msg)
-    }
-
-    fn dispatch(&mut self, parsed: JSONRPCMessage, msg: Value) -> Verdict {
+        // Envelope keys the transport does not know (`$.jsonrpc`, …), per the variant it took.
         let mut ignored = Vec::new();
-        // Envelope keys the transport does not know (`$.jsonrpc`, …).
-        JSONRPCMessage::track(&msg, &mut JsonPath::root(), &mut ignored);
-        let Value::Object(mut obj) = msg else {
-            return Verdict::new(Kind::Unparsed, Outcome::NoReply);
-        };
+        let root = &mut JsonPath::root();
+        match parsed {
+            JSONRPCMessage::V0(_) => protocol::JSONRPCRequest::track(&envelope, root, &mut ignored),
+            JSONRPCMessage::V1(_) => {
+                protocol::JSONRPCNotification::track(&envelope, root, &mut ignored)
+            }
+            JSONRPCMessage::V2(_) => {
+                protocol::JSONRPCResponse::track(&envelope, root, &mut ignored)
+            }
+            JSONRPCMessage::V3(_) => protocol::JSONRPCError::track(&envelope, root, &mut ignored),
+        }
         let id = obj.get("id").cloned();
         let method = obj
             .get("method")
@@ -246,6 +293,10 @@ impl Session {
             }
         }
         ClientRequest::track(&typed, &mut JsonPath::root(), ignored);
+        // Bounded: a client-only capture never sees the results that would drain it.
+        if self.awaiting.len() >= MAX_AWAITING {
+            self.awaiting.clear();
+        }
         self.awaiting.insert(id.to_string(), method.to_string());
         Verdict::new(Kind::Request, Outcome::Accepted)
     }
@@ -377,6 +428,33 @@ impl Session {
         v.id = id;
         v.method = method;
         v
+    }
+}
+
+/// A top-level JSON object as its entries in input order, duplicates kept (a `Value` would
+/// silently keep the last).
+struct Entries(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Entries, A::Error> {
+                let mut out = Vec::new();
+                while let Some(e) = a.next_entry::<String, Value>()? {
+                    out.push(e);
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 

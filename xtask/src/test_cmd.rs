@@ -22,5 +22,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "== live differential conformance against {}",
         codex.display()
     );
-    crate::conformance::main(&["--codex".to_string(), codex.display().to_string()])
+    crate::conformance::main(&["--codex".to_string(), codex.display().to_string()])?;
+    println!("== live ignored-path oracle");
+    crate::oracle::main(&[])
 }

@@ -1,0 +1,40 @@
+//! Engine cost per line beside a plain `serde_json::Value` parse, on generated client traffic:
+//! `cargo run --release --example engine_bench [LINES]`. (The full validate benchmark with
+//! jsonschema and RSS is `cargo bench --bench validate`.)
+
+use std::time::Instant;
+
+fn main() {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
+    let mut buf = Vec::new();
+    codex_wire::validate::traffic::generate(n, 42, &mut buf).unwrap();
+    let lines: Vec<&[u8]> = buf
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let t = Instant::now();
+    let mut ok = 0usize;
+    for l in &lines {
+        ok += serde_json::from_slice::<serde_json::Value>(l).is_ok() as usize;
+    }
+    let plain = t.elapsed();
+    let t = Instant::now();
+    let mut s = codex_wire::Session::new();
+    let mut errors = 0usize;
+    for l in &lines {
+        errors += s.feed(l).error().is_some() as usize;
+    }
+    let engine = t.elapsed();
+    let per = |d: std::time::Duration| d.as_secs_f64() * 1e9 / lines.len() as f64;
+    println!(
+        "{} lines ({} MB): plain parse {:.0} ns/line ({ok} ok), engine {:.0} ns/line ({errors} errors): ratio {:.2}",
+        lines.len(),
+        buf.len() / 1_000_000,
+        per(plain),
+        per(engine),
+        plain.as_secs_f64() / engine.as_secs_f64()
+    );
+}
