@@ -487,30 +487,24 @@ pub fn emit(m: &Model) -> String {
         /// Server→client request methods whose response type is known.
         pub const SERVER_REQUEST_METHODS: &[&str] = &[#(#resp_methods),*];
 
-        /// Checks a client's `result` for a server request of `method`: the ignored paths, or
-        /// the deserialization error. `None` for an unknown method.
+        /// A `result` checked against `T`: the ignored paths, or the deserialization error.
+        fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value) -> Result<Vec<String>, String> {
+            T::deserialize(v).map_err(|e| e.to_string())?;
+            let mut p = JsonPath::root();
+            p.key("result");
+            let mut out = Vec::new();
+            T::track(v, &mut p, &mut out);
+            Ok(out)
+        }
+
+        /// Checks a client's `result` for a server request of `method`. `None` for an unknown
+        /// method.
         pub fn check_response(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
-            fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value) -> Result<Vec<String>, String> {
-                T::deserialize(v).map_err(|e| e.to_string())?;
-                let mut p = JsonPath::root();
-                p.key("result");
-                let mut out = Vec::new();
-                T::track(v, &mut p, &mut out);
-                Ok(out)
-            }
             match method { #(#resp_arms,)* _ => None }
         }
 
         /// Checks the server's `result` for a client request of `method` (schema drift).
         pub fn check_result(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
-            fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value) -> Result<Vec<String>, String> {
-                T::deserialize(v).map_err(|e| e.to_string())?;
-                let mut p = JsonPath::root();
-                p.key("result");
-                let mut out = Vec::new();
-                T::track(v, &mut p, &mut out);
-                Ok(out)
-            }
             match method { #(#result_arms,)* _ => None }
         }
         #(#items)*

@@ -233,6 +233,14 @@ fn obj_of(v: Option<&Value>) -> Map<String, Value> {
     v.and_then(Value::as_object).cloned().unwrap_or_default()
 }
 
+/// The strings of a JSON array (nothing when absent).
+fn str_list(v: Option<&Value>) -> impl Iterator<Item = String> + '_ {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str().map(str::to_string))
+}
+
 fn str_map(v: Option<&Value>) -> HashMap<String, String> {
     obj_of(v)
         .into_iter()
@@ -264,24 +272,8 @@ impl Facts {
             ts: obj_of(Some(&ts)),
             rust_type: str_map(merged.get("rust_type")),
             type_names: str_map(merged.get("type_names")),
-            map_only: merged
-                .get("map_only")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            other_variants: merged
-                .get("other_variants")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            map_only: str_list(merged.get("map_only")).collect(),
+            other_variants: str_list(merged.get("other_variants")).collect(),
             untagged_names: {
                 // probed.json: `untagged_enums` keyed by JSON pointer (no `#`) → {name}.
                 let mut m = str_map(merged.get("untagged_names"));
@@ -300,24 +292,8 @@ impl Facts {
                 .into_iter()
                 .filter_map(|(k, v)| v.as_bool().map(|b| (k, b)))
                 .collect(),
-            path_fields: merged
-                .get("path_fields")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            default_fields: merged
-                .get("default_fields")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            path_fields: str_list(merged.get("path_fields")).collect(),
+            default_fields: str_list(merged.get("default_fields")).collect(),
             variants: obj_of(merged.get("variants"))
                 .into_iter()
                 .filter_map(|(k, v)| {

@@ -38,14 +38,7 @@ impl<'de> Deserialize<'de> for ReasoningEffort {
     }
 }
 
-macro_rules! leaf {
-    ($($t:ty),*) => {$(
-        impl Track for $t {
-            fn track(_: &Value, _: &mut JsonPath, _: &mut Vec<String>) {}
-        }
-    )*};
-}
-leaf!(
+crate::track::leaf!(
     AbsolutePathBuf,
     ReasoningEffort,
     ThreadId,

@@ -87,13 +87,15 @@ pub fn report_untaken(m: &Map<String, Value>, taken: &[bool], p: &JsonPath, out:
     }
 }
 
+/// Types whose values have no keys of their own to drop.
 macro_rules! leaf {
     ($($t:ty),*) => {$(
-        impl Track for $t {
-            fn track(_: &Value, _: &mut JsonPath, _: &mut Vec<String>) {}
+        impl $crate::track::Track for $t {
+            fn track(_: &serde_json::Value, _: &mut $crate::track::JsonPath, _: &mut Vec<String>) {}
         }
     )*};
 }
+pub(crate) use leaf;
 leaf!(
     String,
     bool,
