@@ -381,6 +381,15 @@ impl Emitter<'_> {
         }
         let deny_attr = all_deny.then(|| quote!(#[serde(deny_unknown_fields)]));
         let (attr, track, flat) = match repr {
+            // Untagged over leaf types (strings, numbers…): no keys below to report, so no
+            // trial deserialization on the hot path.
+            Repr::Untagged
+                if variants
+                    .iter()
+                    .all(|v| matches!(&v.body, Body::Newtype(t) if is_leaf(t))) =>
+            {
+                (quote!(#[serde(untagged)]), quote!(), quote!())
+            }
             Repr::Untagged => (
                 quote!(#[serde(untagged)]),
                 quote! { #(#untagged_tries)* },
@@ -442,6 +451,15 @@ impl Emitter<'_> {
     }
 }
 
+/// A type whose values have no object keys of their own.
+fn is_leaf(t: &Ty) -> bool {
+    match t {
+        Ty::Str | Ty::Path | Ty::Bool | Ty::Int(_) | Ty::Float(_) | Ty::Unit | Ty::Value => true,
+        Ty::Opt(i) | Ty::Vec(i) => is_leaf(i),
+        _ => false,
+    }
+}
+
 pub fn emit(m: &Model) -> String {
     let e = Emitter { m };
     let items: Vec<TokenStream> = m.types.iter().map(|t| e.emit_type(t)).collect();
@@ -464,6 +482,17 @@ pub fn emit(m: &Model) -> String {
         })
         .collect();
     let exp_methods = &m.experimental_methods;
+    let exp_check_arms: Vec<TokenStream> = m
+        .experimental_checks
+        .iter()
+        .map(|(method, cs)| {
+            let cs = cs.iter().map(|c| {
+                let (f, v, r, n, fa) = (&c.field, &c.variant, &c.reason, c.null_set, c.false_set);
+                quote!((#f, #v, #r, #n, #fa))
+            });
+            quote!(#method => &[#(#cs),*])
+        })
+        .collect();
     let exp_checks: Vec<TokenStream> = m
         .experimental_checks
         .iter()
@@ -480,6 +509,14 @@ pub fn emit(m: &Model) -> String {
         pub const CLIENT_METHODS: &[&str] = &[#(#methods),*];
         /// Client request methods that need the `experimentalApi` capability.
         pub const EXPERIMENTAL_METHODS: &[&str] = &[#(#exp_methods),*];
+        /// Whether `method` needs the `experimentalApi` capability (a `match`: hot path).
+        pub fn is_experimental_method(method: &str) -> bool {
+            matches!(method, #(#exp_methods)|*)
+        }
+        /// The gate's checks for `method` (see [`EXPERIMENTAL_CHECKS`]).
+        pub fn experimental_checks(method: &str) -> &'static [(&'static str, &'static str, &'static str, bool, bool)] {
+            match method { #(#exp_check_arms,)* _ => &[] }
+        }
         /// Per method, the experimental gate's checks on params fields, in the server's order:
         /// (field, variant or "" for the field itself, reason or "" for `method.field`,
         /// whether `null` counts as set, whether `false` counts as set).

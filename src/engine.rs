@@ -177,56 +177,79 @@ impl Session {
         });
         let exact = (duplicate_envelope_key || odd_id)
             .then(|| serde_json::from_str::<JSONRPCMessage>(text));
-        // The transport's untagged `JSONRPCMessage`, tried on the envelope only: the payload
-        // (params, result, error data) is a plain `Value` there, so what it holds never
-        // changes the classification (the transport parses it from the text, where even
-        // integers beyond 64 bits are fine). One parse of the line serves everything.
-        let mut envelope = Map::new();
-        for (k, v) in &obj {
-            let shallow = match (k.as_str(), v) {
-                ("params" | "result", _) => Value::Null,
-                ("error", Value::Object(e)) => Value::Object(
-                    e.iter()
-                        .map(|(k, v)| {
-                            (k.clone(), if k == "data" { Value::Null } else { v.clone() })
-                        })
-                        .collect(),
-                ),
-                _ => v.clone(),
-            };
-            envelope.insert(k.clone(), shallow);
-        }
-        let envelope = Value::Object(envelope);
-        let parsed = match exact {
-            Some(exact) => exact.ok(),
-            None => JSONRPCMessage::deserialize(&envelope).ok(),
-        };
-        let Some(parsed) = parsed else {
-            return Verdict::new(Kind::Unparsed, Outcome::NoReply);
-        };
-        // Envelope keys the transport does not know (`$.jsonrpc`, …), per the variant it took.
         let mut ignored = Vec::new();
         let root = &mut JsonPath::root();
-        match parsed {
-            JSONRPCMessage::V0(_) => protocol::JSONRPCRequest::track(&envelope, root, &mut ignored),
-            JSONRPCMessage::V1(_) => {
-                protocol::JSONRPCNotification::track(&envelope, root, &mut ignored)
+        // The common case needs no trial: a string method, a string or canonical i64 id and no
+        // `trace` make a `JSONRPCRequest` whatever else is there.
+        let plain_request = exact.is_none()
+            && matches!(obj.get("method"), Some(Value::String(_)))
+            && matches!(obj.get("id"), Some(Value::String(_) | Value::Number(_)))
+            && !obj.contains_key("trace");
+        let kind = if plain_request {
+            // `params` is a plain `Value` in the envelope: tracking it here reports only
+            // unknown envelope keys (`$.jsonrpc`).
+            let whole = Value::Object(std::mem::take(&mut obj));
+            protocol::JSONRPCRequest::track(&whole, root, &mut ignored);
+            if let Value::Object(o) = whole {
+                obj = o;
             }
-            JSONRPCMessage::V2(_) => {
-                protocol::JSONRPCResponse::track(&envelope, root, &mut ignored)
+            Kind::Request
+        } else {
+            // The transport's untagged `JSONRPCMessage`, tried on the envelope only: the
+            // payload (params, result, error data) is a plain `Value` there, so what it holds
+            // never changes the classification (the transport parses it from the text, where
+            // even integers beyond 64 bits are fine).
+            let mut envelope = Map::new();
+            for (k, v) in &obj {
+                let shallow = match (k.as_str(), v) {
+                    ("params" | "result", _) => Value::Null,
+                    ("error", Value::Object(e)) => Value::Object(
+                        e.iter()
+                            .map(|(k, v)| {
+                                (k.clone(), if k == "data" { Value::Null } else { v.clone() })
+                            })
+                            .collect(),
+                    ),
+                    _ => v.clone(),
+                };
+                envelope.insert(k.clone(), shallow);
             }
-            JSONRPCMessage::V3(_) => protocol::JSONRPCError::track(&envelope, root, &mut ignored),
-        }
+            let envelope = Value::Object(envelope);
+            let parsed = match exact {
+                Some(exact) => exact.ok(),
+                None => JSONRPCMessage::deserialize(&envelope).ok(),
+            };
+            // Envelope keys the transport does not know (`$.jsonrpc`, …), per the variant it took.
+            match parsed {
+                None => return Verdict::new(Kind::Unparsed, Outcome::NoReply),
+                Some(JSONRPCMessage::V0(_)) => {
+                    protocol::JSONRPCRequest::track(&envelope, root, &mut ignored);
+                    Kind::Request
+                }
+                Some(JSONRPCMessage::V1(_)) => {
+                    protocol::JSONRPCNotification::track(&envelope, root, &mut ignored);
+                    Kind::Notification
+                }
+                Some(JSONRPCMessage::V2(_)) => {
+                    protocol::JSONRPCResponse::track(&envelope, root, &mut ignored);
+                    Kind::Response
+                }
+                Some(JSONRPCMessage::V3(_)) => {
+                    protocol::JSONRPCError::track(&envelope, root, &mut ignored);
+                    Kind::Error
+                }
+            }
+        };
         let id = obj.get("id").cloned();
         let method = obj
             .get("method")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let mut v = match parsed {
-            JSONRPCMessage::V0(_) => self.request(&mut obj, &mut ignored),
-            JSONRPCMessage::V1(_) => self.notification(&mut obj, &mut ignored),
-            JSONRPCMessage::V2(_) => self.response(&obj, Kind::Response, &mut ignored),
-            JSONRPCMessage::V3(_) => self.response(&obj, Kind::Error, &mut ignored),
+        let mut v = match kind {
+            Kind::Request => self.request(&mut obj, &mut ignored),
+            Kind::Notification => self.notification(&mut obj, &mut ignored),
+            Kind::Response | Kind::Error => self.response(&obj, kind, &mut ignored),
+            Kind::Unparsed => return Verdict::new(Kind::Unparsed, Outcome::NoReply),
         };
         if v.kind == Kind::Notification {
             v.id = None;
@@ -460,14 +483,11 @@ impl<'de> Deserialize<'de> for Entries {
 
 /// The reason a request needs the `experimentalApi` capability, as the server words it.
 fn experimental_reason(method: &str, params: &Value) -> Option<String> {
-    if protocol::EXPERIMENTAL_METHODS.contains(&method) {
+    if protocol::is_experimental_method(method) {
         return Some(method.to_string());
     }
     let params = params.as_object()?;
-    let (_, checks) = protocol::EXPERIMENTAL_CHECKS
-        .iter()
-        .find(|(m, _)| *m == method)?;
-    checks
+    protocol::experimental_checks(method)
         .iter()
         .find(
             |(field, variant, _, null_set, false_set)| match params.get(*field) {
