@@ -464,25 +464,22 @@ pub fn emit(m: &Model) -> String {
     let e = Emitter { m };
     let items: Vec<TokenStream> = m.types.iter().map(|t| e.emit_type(t)).collect();
     let methods = &m.client_methods;
-    let resp_arms: Vec<TokenStream> = m
-        .server_responses
-        .iter()
-        .map(|(method, t)| {
-            let ty = e.path_of(*t);
-            quote!(#method => Some(check::<#ty>(v)))
-        })
-        .collect();
+    // `method => Some(check::<ResponseType>(v))`, for either direction's result table.
+    let check_arms = |table: &[(String, usize)]| -> Vec<TokenStream> {
+        table
+            .iter()
+            .map(|(method, t)| {
+                let ty = e.path_of(*t);
+                quote!(#method => Some(check::<#ty>(v)))
+            })
+            .collect()
+    };
+    let resp_arms = check_arms(&m.server_responses);
     let resp_methods: Vec<&String> = m.server_responses.iter().map(|(s, _)| s).collect();
-    let result_arms: Vec<TokenStream> = m
-        .client_results
-        .iter()
-        .map(|(method, t)| {
-            let ty = e.path_of(*t);
-            quote!(#method => Some(check::<#ty>(v)))
-        })
-        .collect();
+    let result_arms = check_arms(&m.client_results);
     let exp_methods = &m.experimental_methods;
-    let exp_check_arms: Vec<TokenStream> = m
+    // Per method, its gate checks as a slice literal; used by the table and the lookup.
+    let exp_check_lists: Vec<(&String, TokenStream)> = m
         .experimental_checks
         .iter()
         .map(|(method, cs)| {
@@ -490,19 +487,16 @@ pub fn emit(m: &Model) -> String {
                 let (f, v, r, n, fa) = (&c.field, &c.variant, &c.reason, c.null_set, c.false_set);
                 quote!((#f, #v, #r, #n, #fa))
             });
-            quote!(#method => &[#(#cs),*])
+            (method, quote!(&[#(#cs),*]))
         })
         .collect();
-    let exp_checks: Vec<TokenStream> = m
-        .experimental_checks
+    let exp_check_arms: Vec<TokenStream> = exp_check_lists
         .iter()
-        .map(|(method, cs)| {
-            let cs = cs.iter().map(|c| {
-                let (f, v, r, n, fa) = (&c.field, &c.variant, &c.reason, c.null_set, c.false_set);
-                quote!((#f, #v, #r, #n, #fa))
-            });
-            quote!((#method, &[#(#cs),*]))
-        })
+        .map(|(method, list)| quote!(#method => #list))
+        .collect();
+    let exp_checks: Vec<TokenStream> = exp_check_lists
+        .iter()
+        .map(|(method, list)| quote!((#method, #list)))
         .collect();
     let file = quote! {
         /// Client request methods, in the real server's declaration order.

@@ -579,6 +579,22 @@ impl<'a> Builder<'a> {
         Ok(i)
     }
 
+    /// An inline type named by the node's `title`, else `want`.
+    fn inline_titled(
+        &mut self,
+        ts_key: &str,
+        s: &Value,
+        ptr: &str,
+        want: &str,
+    ) -> Result<Ty, String> {
+        let name = s
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or(want)
+            .to_string();
+        self.inline(ts_key, s, ptr, &name)
+    }
+
     /// Builds a type for an inline schema node, named `want`.
     fn inline(&mut self, ts_key: &str, s: &Value, ptr: &str, want: &str) -> Result<Ty, String> {
         let i = self.push_named(want);
@@ -924,12 +940,7 @@ impl<'a> Builder<'a> {
             }
         }
         if string_enum_values(s).is_some() {
-            let name = s
-                .get("title")
-                .and_then(Value::as_str)
-                .unwrap_or(want)
-                .to_string();
-            return self.inline(ts_key, s, ptr, &name);
+            return self.inline_titled(ts_key, s, ptr, want);
         }
         match s.get("type") {
             Some(Value::Array(ts)) => {
@@ -991,12 +1002,7 @@ impl<'a> Builder<'a> {
                     if s.get("properties").is_some()
                         || s.get("additionalProperties") == Some(&Value::Bool(false))
                     {
-                        let name = s
-                            .get("title")
-                            .and_then(Value::as_str)
-                            .unwrap_or(want)
-                            .to_string();
-                        return self.inline(ts_key, s, ptr, &name);
+                        return self.inline_titled(ts_key, s, ptr, want);
                     }
                     match s.get("additionalProperties") {
                         Some(ap) if ap.is_object() => Ok(Ty::Map(Box::new(self.ty(
