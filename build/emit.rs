@@ -5,6 +5,9 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
 
+#[path = "fast.rs"]
+mod fast;
+
 fn ident(s: &str) -> Ident {
     Ident::new(s, Span::call_site())
 }
@@ -228,14 +231,19 @@ impl Emitter<'_> {
         }
     }
 
-    fn emit_type(&self, t: &TypeDef) -> TokenStream {
+    /// `fast`: whether the type gets a `Fast` impl, and whether with `fast_fields` (a tagged
+    /// variant's body).
+    fn emit_type(&self, t: &TypeDef, fast: Option<bool>) -> TokenStream {
         if let Some(name) = &t.serde_name {
             let m = format_ident!("r#{}", snake(&t.ident));
-            let inner = self.emit_type(&TypeDef {
-                ident: name.clone(),
-                serde_name: None,
-                kind: t.kind.clone(),
-            });
+            let inner = self.emit_type(
+                &TypeDef {
+                    ident: name.clone(),
+                    serde_name: None,
+                    kind: t.kind.clone(),
+                },
+                fast,
+            );
             return quote! {
                 pub mod #m {
                     use super::*;
@@ -252,10 +260,12 @@ impl Emitter<'_> {
             }
             Kind::Struct { fields, deny } => {
                 let fs = self.fields(fields);
+                let fast = fast.map(|tagged| self.fast_struct(&name, fields, *deny, tagged));
                 let deny = deny.then(|| quote!(#[serde(deny_unknown_fields)]));
                 let track = self.track_fields(fields);
                 let claim = self.claim_fields(fields);
                 quote! {
+                    #fast
                     #[derive(Debug, Deserialize)]
                     #deny
                     #rename
@@ -266,7 +276,9 @@ impl Emitter<'_> {
                     }
                 }
             }
-            Kind::Enum { repr, variants } => self.emit_enum(&name, rename, repr, variants),
+            Kind::Enum { repr, variants } => {
+                self.emit_enum(&name, rename, repr, variants, fast.is_some())
+            }
         }
     }
 
@@ -276,6 +288,7 @@ impl Emitter<'_> {
         rename: Option<TokenStream>,
         repr: &Repr,
         variants: &[crate::model::Variant],
+        fast: bool,
     ) -> TokenStream {
         let all_deny = variants
             .iter()
@@ -339,14 +352,17 @@ impl Emitter<'_> {
                     if *deny && !all_deny {
                         // serde has no per-variant deny_unknown_fields: a newtype around a struct.
                         let inner = format_ident!("{}{}", name, v.ident);
-                        let item = self.emit_type(&TypeDef {
-                            ident: inner.to_string(),
-                            serde_name: None,
-                            kind: Kind::Struct {
-                                fields: fields.clone(),
-                                deny: true,
+                        let item = self.emit_type(
+                            &TypeDef {
+                                ident: inner.to_string(),
+                                serde_name: None,
+                                kind: Kind::Struct {
+                                    fields: fields.clone(),
+                                    deny: true,
+                                },
                             },
-                        });
+                            fast.then_some(true),
+                        );
                         extra_items.push(item);
                         vs.push(quote!(#rename #vid(#inner)));
                         match repr {
@@ -434,7 +450,10 @@ impl Emitter<'_> {
                 },
             ),
         };
+        let fast =
+            fast.then(|| self.fast_enum(name, repr, variants, &|v| format_ident!("{}{}", name, v)));
         quote! {
+            #fast
             #[derive(Debug, Deserialize)]
             #attr
             #deny_attr
@@ -462,7 +481,17 @@ fn is_leaf(t: &Ty) -> bool {
 
 pub fn emit(m: &Model) -> String {
     let e = Emitter { m };
-    let items: Vec<TokenStream> = m.types.iter().map(|t| e.emit_type(t)).collect();
+    let plan = e.fast_plan();
+    let items: Vec<TokenStream> = m
+        .types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let fast = plan.reach.contains(&i).then(|| plan.tagged.contains(&i));
+            e.emit_type(t, fast)
+        })
+        .collect();
+    let fast_entries = e.fast_entries();
     let methods = &m.client_methods;
     // `method => Some(check::<ResponseType>(v))`, for either direction's result table.
     let check_arms = |table: &[(String, usize)]| -> Vec<TokenStream> {
@@ -538,6 +567,7 @@ pub fn emit(m: &Model) -> String {
         pub fn check_result(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
             match method { #(#result_arms,)* _ => None }
         }
+        #fast_entries
         #(#items)*
     };
     let parsed: syn::File =

@@ -1,6 +1,7 @@
 //! Hand-written deserializers the real server uses where the schema shows a plain type.
 //! Each message is probed from the binary (see `schema/facts/`), and the corpus checks it.
 
+use crate::fast::{Bail, Fast, Scan, R};
 use crate::track::{JsonPath, Track};
 use serde::de::{Deserialize, Deserializer, Error};
 use serde_json::Value;
@@ -45,6 +46,46 @@ crate::track::leaf!(
     StrictAbsolutePath,
     MapOnly
 );
+
+/// The fast path's view of the hand-written string types: the same checks on the string.
+macro_rules! fast_string {
+    ($($t:ty => $ok:expr),*) => {$(
+        impl Fast for $t {
+            const LEAF: bool = true;
+            fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+                let v = s.str()?;
+                let ok: fn(&str) -> bool = $ok;
+                if ok(&v) { Ok(()) } else { Err(Bail) }
+            }
+        }
+    )*};
+}
+fast_string!(
+    AbsolutePathBuf => |v| std::path::Path::new(v).is_absolute(),
+    StrictAbsolutePath => |v| std::path::Path::new(v).is_absolute(),
+    ReasoningEffort => |v| !v.is_empty(),
+    ThreadId => is_uuid
+);
+
+/// Rare shapes with their own rules: the exact path takes them.
+impl Fast for MapOnly {
+    fn fast(_: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+        Err(Bail)
+    }
+}
+
+impl Fast for DynamicToolSpecs {
+    fn fast(_: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+        Err(Bail)
+    }
+}
+
+impl<T: Fast> Fast for Dflt<T> {
+    const LEAF: bool = T::LEAF;
+    fn fast(s: &mut Scan, p: &mut JsonPath, out: &mut Vec<String>) -> R {
+        T::fast(s, p, out)
+    }
+}
 
 /// A `#[serde(default)]` field: deserialized exactly as `T`, absent without needing
 /// `T: Default` (the real types' defaults are values we never need, only the absence rule).

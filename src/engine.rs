@@ -4,6 +4,7 @@
 //! `JSONRPCMessage` variants in order) → deserialize into `ClientRequest` → `Already
 //! initialized` / `Not initialized` → experimental gating.
 
+use crate::fast::{Scan, Unknown};
 use crate::protocol::{self, ClientNotification, ClientRequest, JSONRPCMessage};
 use crate::track::{JsonPath, Track};
 use serde::Deserialize;
@@ -127,11 +128,29 @@ pub struct Session {
     pending: HashMap<String, String>,
     /// Accepted client requests awaiting the server's result: id (as JSON text) → method.
     awaiting: HashMap<String, String>,
+    /// Only the exact path (the fast path's differential tests compare against it).
+    exact_only: bool,
+    /// Lines the fast path answered.
+    fast_hits: u64,
 }
 
 impl Session {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A session that never takes the fast path: every line goes through the `Value` parse,
+    /// serde and the tracker, as the real server does.
+    pub fn exact() -> Self {
+        Session {
+            exact_only: true,
+            ..Self::default()
+        }
+    }
+
+    /// How many lines the fast path answered (the rest took the exact path).
+    pub fn fast_hits(&self) -> u64 {
+        self.fast_hits
     }
 
     pub fn initialized(&self) -> bool {
@@ -155,6 +174,12 @@ impl Session {
         };
         // The line reader drops the `\r` of a `\r\n` ending.
         let text = text.strip_suffix('\r').unwrap_or(text);
+        if !self.exact_only {
+            if let Some(v) = self.fast_feed(text) {
+                self.fast_hits += 1;
+                return v;
+            }
+        }
         let Ok(Entries(entries)) = serde_json::from_str::<Entries>(text) else {
             return Verdict::new(Kind::Unparsed, Outcome::NoReply);
         };
@@ -263,6 +288,126 @@ impl Session {
             v.ignored = ignored;
         }
         v
+    }
+
+    /// The common lines (a request of an initialized session, a response) checked in one scan
+    /// of the text; `None` when the fast path is not sure, and the exact path decides. It
+    /// changes the session only when it answers.
+    fn fast_feed(&mut self, text: &str) -> Option<Verdict> {
+        let mut s = Scan::new(text);
+        s.obj_begin().ok()?;
+        let mut first = true;
+        let (mut id, mut method, mut params, mut result) = (None, None, None, None);
+        let mut envelope = Unknown::new();
+        let mut walked = None;
+        let mut out = Vec::new();
+        while let Some(k) = s.next_key(&mut first).ok()? {
+            match k {
+                "id" if id.is_none() => {
+                    // A string without escapes or a canonical i64: its text is then the
+                    // session's key for it, and the transport takes it as a request id.
+                    let c = s.peek().ok()?;
+                    let start = s.mark();
+                    if c == b'"' {
+                        if s.raw_str().ok()?.1 {
+                            return None;
+                        }
+                    } else {
+                        let t = s.number().ok()?;
+                        if t.parse::<i64>().ok()?.to_string() != t {
+                            return None;
+                        }
+                    }
+                    id = Some(s.text(start, s.mark()));
+                }
+                "method" if method.is_none() => match s.raw_str().ok()? {
+                    (m, false) => method = Some(m),
+                    _ => return None,
+                },
+                "params" if params.is_none() => {
+                    s.peek().ok()?;
+                    params = Some(s.mark());
+                    // Usually the method came first: check the params now, in the same scan.
+                    match method {
+                        Some(m) => {
+                            let mut p = JsonPath::root();
+                            p.key("params");
+                            protocol::fast_params(m, &mut s, &mut p, &mut out).ok()?;
+                            walked = Some(());
+                        }
+                        None => s.skip().ok()?,
+                    }
+                }
+                "result" if result.is_none() => {
+                    s.peek().ok()?;
+                    result = Some(s.mark());
+                    s.skip().ok()?;
+                }
+                "id" | "method" | "params" | "result" | "error" | "trace" => return None,
+                _ => {
+                    envelope.add(k).ok()?;
+                    s.skip().ok()?;
+                }
+            }
+        }
+        s.end().ok()?;
+        let id_text = id?;
+        let id_value = if id_text.starts_with('"') {
+            Value::String(id_text[1..id_text.len() - 1].to_string())
+        } else {
+            Value::Number(id_text.parse::<i64>().ok()?.into())
+        };
+        let mut ignored = Vec::new();
+        envelope.report(&JsonPath::root(), &mut ignored);
+        if let Some(m) = method {
+            let params = params?;
+            if result.is_some() || m == "initialize" || !self.initialized {
+                return None;
+            }
+            // The gate looks at top-level params keys; a line that names none of them (and
+            // has no escaped keys: the scan bails on those) cannot be gated.
+            if !self.experimental
+                && (protocol::is_experimental_method(m)
+                    || protocol::experimental_checks(m)
+                        .iter()
+                        .any(|c| text.contains(c.0)))
+            {
+                return None;
+            }
+            if walked.is_none() {
+                let mut s = Scan::new(text);
+                s.reset(params);
+                let mut p = JsonPath::root();
+                p.key("params");
+                protocol::fast_params(m, &mut s, &mut p, &mut out).ok()?;
+            }
+            ignored.append(&mut out);
+            if self.awaiting.len() >= MAX_AWAITING {
+                self.awaiting.clear();
+            }
+            self.awaiting.insert(id_text.to_string(), m.to_string());
+            let mut v = Verdict::new(Kind::Request, Outcome::Accepted);
+            v.id = Some(id_value);
+            v.method = Some(m.to_string());
+            v.ignored = ignored;
+            return Some(v);
+        }
+        let result = result?;
+        if params.is_some() {
+            return None;
+        }
+        let mut v = Verdict::new(Kind::Response, Outcome::NoReply);
+        if let Some(m) = self.pending.get(id_text) {
+            let mut s = Scan::new(text);
+            s.reset(result);
+            let mut p = JsonPath::root();
+            p.key("result");
+            protocol::fast_response(m, &mut s, &mut p, &mut ignored).ok()?;
+            v.reply_to = self.pending.remove(id_text);
+        }
+        v.id = Some(id_value);
+        v.ignored = ignored;
+        Some(v)
     }
 
     fn request(&mut self, obj: &mut Map<String, Value>, ignored: &mut Vec<String>) -> Verdict {

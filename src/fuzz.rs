@@ -102,21 +102,37 @@ pub fn mutate(rng: &mut Rng, input: &[u8], seeds: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Feeds `iterations` mutated lines (a fresh session now and then, so lifecycle states vary).
-/// Returns the number of lines fed; a panic propagates to the caller.
+/// Feeds `iterations` mutated lines (a fresh session now and then, so lifecycle states vary)
+/// to a session and to an exact-only one: the fast path must agree with the exact path on
+/// every line. Returns the number of lines fed; a panic or a disagreement propagates.
 pub fn run(seed: u64, iterations: u64, seeds: &[Vec<u8>]) -> u64 {
     let mut rng = Rng::new(seed);
     let mut session = Session::new();
+    let mut exact = Session::exact();
     for n in 0..iterations {
         if n % 64 == 0 {
             session = Session::new();
-            if rng.below(2) == 0 {
-                session.feed(br#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"f","version":"1"},"capabilities":{"experimentalApi":true}}}"#);
+            exact = Session::exact();
+            let init = match rng.below(3) {
+                0 => &br#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"f","version":"1"},"capabilities":{"experimentalApi":true}}}"#[..],
+                1 => br#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"f","version":"1"}}}"#,
+                _ => b"",
+            };
+            if !init.is_empty() {
+                session.feed(init);
+                exact.feed(init);
             }
         }
         let base = &seeds[rng.below(seeds.len())];
         let line = mutate(&mut rng, base, seeds);
         let v = session.feed(&line);
+        let e = exact.feed(&line);
+        assert_eq!(
+            v,
+            e,
+            "the fast path disagrees with the exact path on {:?}",
+            String::from_utf8_lossy(&line)
+        );
         // Whatever the verdict, rendering it must not panic either.
         if let Some(e) = v.error() {
             let _ = e.line();
