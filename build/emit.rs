@@ -530,6 +530,10 @@ pub fn emit(m: &Model) -> String {
     let file = quote! {
         /// Client request methods, in the real server's declaration order.
         pub const CLIENT_METHODS: &[&str] = &[#(#methods),*];
+        /// The static name of a client request method (a `match`: hot path).
+        pub fn client_method(m: &str) -> Option<&'static str> {
+            match m { #(#methods => Some(#methods),)* _ => None }
+        }
         /// Client request methods that need the `experimentalApi` capability.
         pub const EXPERIMENTAL_METHODS: &[&str] = &[#(#exp_methods),*];
         /// Whether `method` needs the `experimentalApi` capability (a `match`: hot path).

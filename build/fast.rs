@@ -281,6 +281,9 @@ impl Emitter<'_> {
                 let unit_match = if units.is_empty() {
                     quote!(Err(crate::fast::Bail))
                 } else {
+                    let units = units
+                        .iter()
+                        .map(|u| proc_macro2::Literal::byte_string(u.as_bytes()));
                     quote!(match v { #(#units)|* => Ok(()), _ => Err(crate::fast::Bail) })
                 };
                 let arms: Vec<TokenStream> = variants

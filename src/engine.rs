@@ -9,7 +9,9 @@ use crate::protocol::{self, ClientNotification, ClientRequest, JSONRPCMessage};
 use crate::track::{JsonPath, Track};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// How many unanswered client requests a session remembers for matching the server's results.
 const MAX_AWAITING: usize = 65_536;
@@ -119,15 +121,63 @@ impl Verdict {
     }
 }
 
+/// Request id → method. Ids are short and the maps are only ours: a multiply-rotate hash
+/// instead of SipHash, which showed in profiles.
+type IdMap<V> = HashMap<IdKey, V, BuildHasherDefault<IdHasher>>;
+
+/// A request id as a map key: integer ids (the common case) without an allocation.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+enum IdKey {
+    Int(i64),
+    /// Any other id, as its JSON text.
+    Text(Box<str>),
+}
+
+impl IdKey {
+    fn of(id: &Value) -> IdKey {
+        let text = id.to_string();
+        match text.parse::<i64>() {
+            Ok(n) if id.is_number() && n.to_string() == text => IdKey::Int(n),
+            _ => IdKey::Text(text.into()),
+        }
+    }
+
+    /// From the fast path's id text: a canonical i64 or a string without escapes.
+    fn of_text(text: &str) -> IdKey {
+        match text.parse::<i64>() {
+            Ok(n) => IdKey::Int(n),
+            Err(_) => IdKey::Text(text.into()),
+        }
+    }
+}
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// The state the real server keeps per connection.
 #[derive(Debug, Default)]
 pub struct Session {
     initialized: bool,
     experimental: bool,
     /// Server→client requests awaiting the client's response: id (as JSON text) → method.
-    pending: HashMap<String, String>,
+    pending: IdMap<String>,
     /// Accepted client requests awaiting the server's result: id (as JSON text) → method.
-    awaiting: HashMap<String, String>,
+    awaiting: IdMap<Cow<'static, str>>,
     /// Only the exact path (the fast path's differential tests compare against it).
     exact_only: bool,
     /// Lines the fast path answered.
@@ -164,22 +214,24 @@ impl Session {
     /// Records that the server sent request `id` of `method`: the client's response to it is
     /// then checked against that method's response type.
     pub fn expect_response(&mut self, id: &Value, method: &str) {
-        self.pending.insert(id.to_string(), method.to_string());
+        self.pending.insert(IdKey::of(id), method.to_string());
     }
 
     /// One line from the client, without its newline.
     pub fn feed(&mut self, line: &[u8]) -> Verdict {
-        let Ok(text) = std::str::from_utf8(line) else {
-            return Verdict::new(Kind::Unparsed, Outcome::Close);
-        };
-        // The line reader drops the `\r` of a `\r\n` ending.
-        let text = text.strip_suffix('\r').unwrap_or(text);
+        // The scan validates UTF-8 as it goes: a line it answers is valid text. (It needs no
+        // `\r` stripping: a trailing `\r` is JSON whitespace, as the exact path sees it too.)
         if !self.exact_only {
-            if let Some(v) = self.fast_feed(text) {
+            if let Some(v) = self.fast_feed(line) {
                 self.fast_hits += 1;
                 return v;
             }
         }
+        let Ok(text) = simdutf8::basic::from_utf8(line) else {
+            return Verdict::new(Kind::Unparsed, Outcome::Close);
+        };
+        // The line reader drops the `\r` of a `\r\n` ending.
+        let text = text.strip_suffix('\r').unwrap_or(text);
         let Ok(Entries(entries)) = serde_json::from_str::<Entries>(text) else {
             return Verdict::new(Kind::Unparsed, Outcome::NoReply);
         };
@@ -293,7 +345,7 @@ impl Session {
     /// The common lines (a request of an initialized session, a response) checked in one scan
     /// of the text; `None` when the fast path is not sure, and the exact path decides. It
     /// changes the session only when it answers.
-    fn fast_feed(&mut self, text: &str) -> Option<Verdict> {
+    fn fast_feed(&mut self, text: &[u8]) -> Option<Verdict> {
         let mut s = Scan::new(text);
         s.obj_begin().ok()?;
         let mut first = true;
@@ -318,10 +370,10 @@ impl Session {
                             return None;
                         }
                     }
-                    id = Some(s.text(start, s.mark()));
+                    id = Some(s.text(start, s.mark()).ok()?);
                 }
                 "method" if method.is_none() => match s.raw_str().ok()? {
-                    (m, false) => method = Some(m),
+                    (m, false) => method = Some(crate::fast::text_of(m).ok()?),
                     _ => return None,
                 },
                 "params" if params.is_none() => {
@@ -370,7 +422,7 @@ impl Session {
                 && (protocol::is_experimental_method(m)
                     || protocol::experimental_checks(m)
                         .iter()
-                        .any(|c| text.contains(c.0)))
+                        .any(|c| memchr::memmem::find(text, c.0.as_bytes()).is_some()))
             {
                 return None;
             }
@@ -385,7 +437,8 @@ impl Session {
             if self.awaiting.len() >= MAX_AWAITING {
                 self.awaiting.clear();
             }
-            self.awaiting.insert(id_text.to_string(), m.to_string());
+            self.awaiting
+                .insert(IdKey::of_text(id_text), static_method(m));
             let mut v = Verdict::new(Kind::Request, Outcome::Accepted);
             v.id = Some(id_value);
             v.method = Some(m.to_string());
@@ -397,13 +450,14 @@ impl Session {
             return None;
         }
         let mut v = Verdict::new(Kind::Response, Outcome::NoReply);
-        if let Some(m) = self.pending.get(id_text) {
+        let key = IdKey::of_text(id_text);
+        if let Some(m) = self.pending.get(&key) {
             let mut s = Scan::new(text);
             s.reset(result);
             let mut p = JsonPath::root();
             p.key("result");
             protocol::fast_response(m, &mut s, &mut p, &mut ignored).ok()?;
-            v.reply_to = self.pending.remove(id_text);
+            v.reply_to = self.pending.remove(&key);
         }
         v.id = Some(id_value);
         v.ignored = ignored;
@@ -465,7 +519,7 @@ impl Session {
         if self.awaiting.len() >= MAX_AWAITING {
             self.awaiting.clear();
         }
-        self.awaiting.insert(id.to_string(), method.to_string());
+        self.awaiting.insert(IdKey::of(&id), static_method(method));
         Verdict::new(Kind::Request, Outcome::Accepted)
     }
 
@@ -490,7 +544,7 @@ impl Session {
     ) -> Verdict {
         let mut v = Verdict::new(kind, Outcome::NoReply);
         let Some(id) = obj.get("id") else { return v };
-        let Some(method) = self.pending.remove(&id.to_string()) else {
+        let Some(method) = self.pending.remove(&IdKey::of(id)) else {
             return v;
         };
         if kind == Kind::Response {
@@ -574,11 +628,11 @@ impl Session {
             }
             (Some(id), None) if obj.contains_key("result") => {
                 v.kind = Kind::Response;
-                if let Some(m) = self.awaiting.remove(&id.to_string()) {
+                if let Some(m) = self.awaiting.remove(&IdKey::of(id)) {
                     if let Some(r) = protocol::check_result(&m, &obj["result"]) {
                         check(r, &mut v);
                     }
-                    v.reply_to = Some(m);
+                    v.reply_to = Some(m.into_owned());
                 }
             }
             (Some(id), None) if obj.contains_key("error") => {
@@ -586,7 +640,7 @@ impl Session {
                 if let Err(e) = protocol::JSONRPCError::deserialize(msg) {
                     v.violation = Some(e.to_string());
                 }
-                v.reply_to = self.awaiting.remove(&id.to_string());
+                v.reply_to = self.awaiting.remove(&IdKey::of(id)).map(Cow::into_owned);
             }
             _ => {
                 v.violation =
@@ -655,6 +709,11 @@ fn experimental_reason(method: &str, params: &Value) -> Option<String> {
                 reason.to_string()
             }
         })
+}
+
+/// A client method name without an allocation when it is a known one.
+fn static_method(m: &str) -> Cow<'static, str> {
+    protocol::client_method(m).map_or_else(|| Cow::Owned(m.to_string()), Cow::Borrowed)
 }
 
 /// `http::HeaderValue::from_str` rules: visible ASCII, space and tab, or obs-text bytes.

@@ -22,11 +22,17 @@ const MAX_DEPTH: u32 = 100;
 /// At most this many unknown keys per object before bailing (their duplicate check is linear).
 const MAX_UNKNOWN: usize = 64;
 
-/// Bytes that end a plain run inside a string: the quote, the backslash, control characters.
+/// Bytes that end a plain ASCII run inside a string: the quote, the backslash, control
+/// characters, and the lead bytes of multi-byte UTF-8 (validated here, not in a second pass).
 static STOP: [bool; 256] = {
     let mut t = [false; 256];
     let mut i = 0;
     while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    let mut i = 0x80;
+    while i < 0x100 {
         t[i] = true;
         i += 1;
     }
@@ -35,10 +41,61 @@ static STOP: [bool; 256] = {
     t
 };
 
-/// A cursor over one line of JSON text, strict where serde_json is strict.
+/// The end of the run of plain string bytes starting at `j`: eight bytes at a time while
+/// none of them is a quote, a backslash, a control character or non-ASCII, then byte by byte.
+#[inline]
+fn plain_run(b: &[u8], mut j: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Nonzero high bits where a byte of `x` is zero (never misses one).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = b.get(j..j + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        if control | (x & HIGH) | zero(x ^ (ONES * b'"' as u64)) | zero(x ^ (ONES * b'\\' as u64))
+            != 0
+        {
+            break;
+        }
+        j += 8;
+    }
+    while j < b.len() && !STOP[b[j] as usize] {
+        j += 1;
+    }
+    j
+}
+
+/// The end of the UTF-8 sequence starting at `j` (a non-ASCII byte), as `str::from_utf8`
+/// judges it: no overlong forms, no surrogates, nothing above U+10FFFF.
+fn utf8_seq(b: &[u8], j: usize) -> R<usize> {
+    let cont = |k: usize, lo: u8, hi: u8| b.get(j + k).is_some_and(|c| (lo..=hi).contains(c));
+    let n = match b[j] {
+        0xC2..=0xDF => 2,
+        0xE0 if cont(1, 0xA0, 0xBF) => 3,
+        0xE1..=0xEC | 0xEE..=0xEF => 3,
+        0xED if cont(1, 0x80, 0x9F) => 3,
+        0xF0 if cont(1, 0x90, 0xBF) => 4,
+        0xF1..=0xF3 => 4,
+        0xF4 if cont(1, 0x80, 0x8F) => 4,
+        _ => return Err(Bail),
+    };
+    if (1..n).all(|k| cont(k, 0x80, 0xBF)) {
+        Ok(j + n)
+    } else {
+        Err(Bail)
+    }
+}
+
+/// Bytes the scan has validated as UTF-8 (or ASCII grammar) read as text.
+pub fn text_of(b: &[u8]) -> R<&str> {
+    std::str::from_utf8(b).map_err(|_| Bail)
+}
+
+/// A cursor over one line of JSON bytes, strict where serde_json is strict. Every byte it
+/// accepts is valid UTF-8: a line it scans to the end needs no separate validation.
 #[derive(Debug)]
 pub struct Scan<'a> {
-    s: &'a str,
+    s: &'a [u8],
     i: usize,
     depth: u32,
 }
@@ -48,7 +105,7 @@ pub struct Scan<'a> {
 pub struct Mark(usize, u32);
 
 impl<'a> Scan<'a> {
-    pub fn new(s: &'a str) -> Self {
+    pub fn new(s: &'a [u8]) -> Self {
         Scan { s, i: 0, depth: 0 }
     }
 
@@ -62,13 +119,13 @@ impl<'a> Scan<'a> {
     }
 
     /// The text between two positions.
-    pub fn text(&self, from: Mark, to: Mark) -> &'a str {
-        &self.s[from.0..to.0]
+    pub fn text(&self, from: Mark, to: Mark) -> R<&'a str> {
+        text_of(&self.s[from.0..to.0])
     }
 
     #[inline]
     fn ws(&mut self) {
-        let b = self.s.as_bytes();
+        let b = self.s;
         while let Some(&c) = b.get(self.i) {
             if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
                 self.i += 1;
@@ -82,7 +139,7 @@ impl<'a> Scan<'a> {
     #[inline]
     pub fn peek(&mut self) -> R<u8> {
         self.ws();
-        self.s.as_bytes().get(self.i).copied().ok_or(Bail)
+        self.s.get(self.i).copied().ok_or(Bail)
     }
 
     /// Only whitespace is left.
@@ -96,18 +153,16 @@ impl<'a> Scan<'a> {
     }
 
     /// A string at the cursor: its body between the quotes, and whether it has escapes.
-    pub fn raw_str(&mut self) -> R<(&'a str, bool)> {
+    pub fn raw_str(&mut self) -> R<(&'a [u8], bool)> {
         if self.peek()? != b'"' {
             return Err(Bail);
         }
-        let b = self.s.as_bytes();
+        let b = self.s;
         let start = self.i + 1;
         let mut j = start;
         let mut escaped = false;
         loop {
-            while j < b.len() && !STOP[b[j] as usize] {
-                j += 1;
-            }
+            j = plain_run(b, j);
             match b.get(j) {
                 Some(b'"') => break,
                 Some(b'\\') => {
@@ -129,6 +184,7 @@ impl<'a> Scan<'a> {
                         _ => return Err(Bail),
                     }
                 }
+                Some(&c) if c >= 0x80 => j = utf8_seq(b, j)?,
                 // A control character or the end of the line.
                 _ => return Err(Bail),
             }
@@ -140,6 +196,7 @@ impl<'a> Scan<'a> {
     /// A string at the cursor, unescaped.
     pub fn str(&mut self) -> R<Cow<'a, str>> {
         let (raw, escaped) = self.raw_str()?;
+        let raw = text_of(raw)?;
         if !escaped {
             return Ok(Cow::Borrowed(raw));
         }
@@ -174,7 +231,7 @@ impl<'a> Scan<'a> {
     /// A number token, checked against the JSON grammar.
     pub fn number(&mut self) -> R<&'a str> {
         self.ws();
-        let b = self.s.as_bytes();
+        let b = self.s;
         let start = self.i;
         let mut j = start;
         let digits = |j: &mut usize| {
@@ -210,12 +267,12 @@ impl<'a> Scan<'a> {
             }
         }
         self.i = j;
-        Ok(&self.s[start..j])
+        text_of(&self.s[start..j])
     }
 
     fn literal(&mut self, word: &str) -> R {
         self.ws();
-        if self.s[self.i..].starts_with(word) {
+        if self.s[self.i..].starts_with(word.as_bytes()) {
             self.i += word.len();
             Ok(())
         } else {
@@ -281,7 +338,7 @@ impl<'a> Scan<'a> {
             return Err(Bail);
         }
         self.i += 1;
-        Ok(Some(k))
+        Ok(Some(text_of(k)?))
     }
 
     /// Whether an open array has another element (positioned on it).
@@ -353,7 +410,7 @@ impl<'a> Scan<'a> {
         while let Some(k) = self.next_key(&mut first)? {
             if k == tag {
                 let (v, escaped) = self.raw_str()?;
-                return if escaped { Err(Bail) } else { Ok(v) };
+                return if escaped { Err(Bail) } else { text_of(v) };
             }
             self.skip()?;
         }
@@ -636,3 +693,44 @@ macro_rules! bail_tuple {
 bail_tuple!(A);
 bail_tuple!(A, B);
 bail_tuple!(A, B, C);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time run must stop exactly where the byte loop does.
+    #[test]
+    fn plain_run_matches_the_byte_loop() {
+        let mut rng = crate::fuzz::Rng::new(3);
+        for _ in 0..20_000 {
+            let len = rng.below(40);
+            let pool = [b'a', b'"', b'\\', 0x1f, 0x20, 0x7f, 0x80, 0xff, b'!', 0x00];
+            let b: Vec<u8> = (0..len).map(|_| pool[rng.below(pool.len())]).collect();
+            let start = rng.below(len + 1);
+            let mut j = start;
+            while j < b.len() && !STOP[b[j] as usize] {
+                j += 1;
+            }
+            assert_eq!(plain_run(&b, start), j, "{b:?} from {start}");
+        }
+    }
+
+    /// Strings the scan accepts are exactly the valid UTF-8 ones.
+    #[test]
+    fn strings_are_utf8_exactly_when_std_says_so() {
+        let mut rng = crate::fuzz::Rng::new(5);
+        let pool = [
+            0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1,
+            0xec, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff,
+        ];
+        for _ in 0..200_000 {
+            let len = rng.below(6);
+            let body: Vec<u8> = (0..len).map(|_| pool[rng.below(pool.len())]).collect();
+            let mut line = vec![b'"'];
+            line.extend_from_slice(&body);
+            line.push(b'"');
+            let scanned = Scan::new(&line).raw_str().is_ok();
+            assert_eq!(scanned, std::str::from_utf8(&body).is_ok(), "{body:x?}");
+        }
+    }
+}
