@@ -51,7 +51,8 @@ fn main() {
             };
             let f = File::open(&file).unwrap();
             let mut sink = std::io::sink();
-            let stats = validate::run(f, None, "bench", &cfg, &mut sink).unwrap();
+            // As the CLI reads a file.
+            let stats = validate::run_file(f, "bench", &cfg, &mut sink).unwrap();
             stats.findings()
         })
     };

@@ -120,14 +120,11 @@ pub fn main(args: &[String]) -> ExitCode {
     let mut total = Stats::default();
     let mut failed = false;
     for file in &files {
-        let (reader, size, name): (Box<dyn Read + Send>, Option<u64>, &str) = if file == "-" {
-            (Box::new(io::stdin()), None, "<stdin>")
+        let (result, name) = if file == "-" {
+            (run(io::stdin(), None, "<stdin>", &cfg, &mut out), "<stdin>")
         } else {
             match std::fs::File::open(file) {
-                Ok(f) => {
-                    let size = f.metadata().ok().map(|m| m.len());
-                    (Box::new(f), size, file.as_str())
-                }
+                Ok(f) => (run_file(f, file, &cfg, &mut out), file.as_str()),
                 Err(e) => {
                     eprintln!("codex-wire validate: cannot read {file}: {e}");
                     failed = true;
@@ -135,7 +132,7 @@ pub fn main(args: &[String]) -> ExitCode {
                 }
             }
         };
-        match run(reader, size, name, &cfg, &mut out) {
+        match result {
             Ok(stats) => total.merge(stats),
             Err(e) => {
                 // What was checked before the error is already written.
@@ -170,7 +167,28 @@ pub fn run(
     cfg: &Config,
     out: &mut dyn Write,
 ) -> io::Result<Stats> {
-    let mut batcher = Batcher::new(reader, BATCH_BYTES);
+    run_batches(Batcher::new(reader, BATCH_BYTES), size, name, cfg, out)
+}
+
+/// [`run`] on a file: a regular file is read through mapped windows (no copy out of the page
+/// cache), anything else as a stream.
+pub fn run_file(
+    file: std::fs::File,
+    name: &str,
+    cfg: &Config,
+    out: &mut dyn Write,
+) -> io::Result<Stats> {
+    let size = file.metadata().ok().map(|m| m.len());
+    run_batches(Batcher::for_file(file, BATCH_BYTES), size, name, cfg, out)
+}
+
+fn run_batches<R: Read + Send>(
+    mut batcher: Batcher<R>,
+    size: Option<u64>,
+    name: &str,
+    cfg: &Config,
+    out: &mut dyn Write,
+) -> io::Result<Stats> {
     let Some(first) = batcher.next_batch()? else {
         return Ok(Stats::default());
     };
