@@ -100,6 +100,17 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Finds the line ends of a batch the batcher cut without reading it (see
+    /// [`Batcher::lazy`]): the first pass over the bytes then happens on a worker.
+    pub fn index(&mut self) {
+        let buf: &[u8] = &self.buf;
+        let mut ends: Vec<usize> = memchr::memchr_iter(b'\n', buf).collect();
+        if ends.last().map_or(0, |e| e + 1) < buf.len() {
+            ends.push(buf.len());
+        }
+        self.ends = ends;
+    }
+
     pub fn lines(&self) -> impl Iterator<Item = (u64, &[u8])> {
         let mut start = 0;
         self.ends.iter().enumerate().map(move |(i, &end)| {
@@ -122,6 +133,11 @@ pub struct Batcher<R> {
     /// Bytes read so far (for the progress bar).
     pub read: u64,
     map: Option<MapSource>,
+    /// Mapped input is cut near `target` at a newline without reading the rest of the
+    /// batch: `ends` stays empty and `first` unknown until a worker calls [`Batch::index`].
+    /// Memory reads dominate on large captures, so the pass that touches every byte first
+    /// must be on the workers for them to scale.
+    pub lazy: bool,
 }
 
 impl Batcher<std::fs::File> {
@@ -163,6 +179,7 @@ impl<R: Read> Batcher<R> {
             eof: false,
             read: 0,
             map: None,
+            lazy: false,
         }
     }
 
@@ -194,6 +211,32 @@ impl<R: Read> Batcher<R> {
             let data = w.bytes();
             let start = (m.pos - off) as usize;
             let at_eof = off + data.len() as u64 == m.len;
+            if self.lazy {
+                let nominal = start + target;
+                let cut = if nominal >= data.len() && at_eof {
+                    Some(data.len())
+                } else if let Some(p) = data.get(nominal..).and_then(|d| memchr(b'\n', d)) {
+                    Some(nominal + p + 1)
+                } else if at_eof {
+                    Some(data.len())
+                } else {
+                    memchr::memrchr(b'\n', &data[start..]).map(|p| start + p + 1)
+                };
+                let Some(end) = cut.filter(|e| *e > start) else {
+                    want = want.saturating_mul(2);
+                    continue;
+                };
+                m.pos = off + end as u64;
+                self.read = m.pos;
+                let batch = Batch {
+                    seq: self.seq,
+                    first: 0,
+                    buf: Buf::Mapped(w, start..end),
+                    ends: Vec::new(),
+                };
+                self.seq += 1;
+                return Ok(Some(batch));
+            }
             let mut ends = Vec::new();
             let mut scanned = start;
             while scanned - start < target {
@@ -468,6 +511,23 @@ mod tests {
             }
             assert_eq!(got.len(), want.len(), "target {target}");
             assert!(got == want, "target {target}");
+            // Lazy cuts, indexed afterwards and numbered in order, give the same lines.
+            let mut b = Batcher::for_file(std::fs::File::open(&path).unwrap(), target);
+            b.lazy = true;
+            let mut got = Vec::new();
+            let mut next = 1;
+            while let Some(mut batch) = b.next_batch().unwrap() {
+                assert!(batch.ends.is_empty());
+                batch.index();
+                batch.first = next;
+                next += batch.ends.len() as u64;
+                got.extend(
+                    batch
+                        .lines()
+                        .map(|(n, l)| (n, String::from_utf8(l.to_vec()).unwrap())),
+                );
+            }
+            assert!(got == want, "lazy, target {target}");
         }
         std::fs::remove_dir_all(&dir).ok();
     }

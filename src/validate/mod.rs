@@ -358,6 +358,14 @@ fn raw_parallel<R: Read + Send>(
         out,
     };
     let mut write_err = None;
+    // Line numbers of lazily cut batches: each worker indexes its batch, then takes the
+    // numbers after its predecessor's (batches are taken in order, so this never waits on a
+    // later one).
+    batcher.lazy = true;
+    let numbering = (
+        Mutex::new((first.seq + 1, first.first + first.ends.len() as u64)),
+        std::sync::Condvar::new(),
+    );
     std::thread::scope(|sc| {
         let read_err = &mut read_err;
         let stop = &stop;
@@ -378,15 +386,27 @@ fn raw_parallel<R: Read + Send>(
         });
         for _ in 0..jobs {
             let dtx = dtx.clone();
-            let (brx, known) = (&brx, &known);
+            let (brx, known, numbering) = (&brx, &known, &numbering);
             sc.spawn(move || loop {
-                let Ok(batch) = brx
+                let Ok(mut batch) = brx
                     .lock()
                     .map_err(drop)
                     .and_then(|r| r.recv().map_err(drop))
                 else {
                     return;
                 };
+                if batch.ends.is_empty() {
+                    batch.index();
+                    let (lock, turn) = numbering;
+                    let Ok(mut state) = lock.lock() else { return };
+                    while state.0 != batch.seq {
+                        let Ok(s) = turn.wait(state) else { return };
+                        state = s;
+                    }
+                    batch.first = state.1;
+                    *state = (state.0 + 1, state.1 + batch.ends.len() as u64);
+                    turn.notify_all();
+                }
                 let prime = known.lock().map(|k| k.clone()).unwrap_or(None);
                 if dtx.send(check_raw(batch, prime, style)).is_err() {
                     return;
