@@ -256,6 +256,21 @@ impl Emitter<'_> {
         }
     }
 
+    /// The check of a newtype or struct variant's value at the cursor (not a tagged body).
+    fn fast_value_body(&self, body: &Body) -> Option<TokenStream> {
+        match body {
+            Body::Newtype(t) => {
+                let ty = self.rust_ty(t, false);
+                Some(quote!(<#ty as crate::fast::Fast>::fast(s, p, out)))
+            }
+            Body::Struct { fields, deny } => {
+                let w = self.fast_walker(fields, *deny, false);
+                Some(quote!({ s.obj_begin()?; #w }))
+            }
+            _ => None,
+        }
+    }
+
     /// The `Fast` impl of an enum.
     pub(super) fn fast_enum(
         &self,
@@ -290,17 +305,7 @@ impl Emitter<'_> {
                     .iter()
                     .filter_map(|v| {
                         let json = &v.json;
-                        let check = match &v.body {
-                            Body::Newtype(t) => {
-                                let ty = self.rust_ty(t, false);
-                                quote!(<#ty as crate::fast::Fast>::fast(s, p, out))
-                            }
-                            Body::Struct { fields, deny } => {
-                                let w = self.fast_walker(fields, *deny, false);
-                                quote!({ s.obj_begin()?; #w })
-                            }
-                            _ => return None,
-                        };
+                        let check = self.fast_value_body(&v.body)?;
                         Some(quote!(#json => { p.key(k); #check?; p.pop(); }))
                     })
                     .collect();
@@ -383,14 +388,7 @@ impl Emitter<'_> {
                         let check = match &v.body {
                             Body::Unit => quote!(s.null()),
                             Body::Other => quote!(Err(crate::fast::Bail)),
-                            Body::Newtype(t) => {
-                                let ty = self.rust_ty(t, false);
-                                quote!(<#ty as crate::fast::Fast>::fast(s, p, out))
-                            }
-                            Body::Struct { fields, deny } => {
-                                let w = self.fast_walker(fields, *deny, false);
-                                quote!({ s.obj_begin()?; #w })
-                            }
+                            body => self.fast_value_body(body).unwrap_or_default(),
                         };
                         quote!(if #k & kind != 0 { return #check; })
                     })

@@ -399,7 +399,17 @@ impl<'a> Scan<'a> {
             b't' => self.literal("true"),
             b'f' => self.literal("false"),
             b'n' => self.literal("null"),
-            _ => self.number().map(drop),
+            _ => {
+                // serde's buffered `Content` (inside tagged or untagged enums) rejects
+                // integers beyond 64 bits even where any value is fine: let the exact path
+                // say so.
+                let t = self.number()?;
+                let integer = !t.contains(['.', 'e', 'E']);
+                if integer && t.parse::<i64>().is_err() && t.parse::<u64>().is_err() {
+                    return Err(Bail);
+                }
+                Ok(())
+            }
         }
     }
 

@@ -318,6 +318,12 @@ fn hazards() {
         r#"{"id":20,"method":"thread/list","params":{"limit":00}}"#,
         r#"{"id":21,"method":"thread/list","params":{"limit":5}}"#,
         r#"{"id":22,"result":{"decision":"accept"},"jsonrpc":"2.0","zz":[1,{"a":2}]}"#,
+        // Found by the differential fuzzer: buffered `Content` rejects integers beyond 64 bits
+        // even under an ignored key or a free-form value.
+        r#"{"id":28,"method":"thread/list","params":{"zz":18446744073709551616}}"#,
+        r#"{"id":29,"method":"thread/list","params":{"zz":-9223372036854775809}}"#,
+        r#"{"id":30,"method":"thread/list","params":{"zz":18446744073709551615,"zy":1e400,"zx":1.50}}"#,
+        r#"{"id":31,"method":"turn/start","params":{"threadId":"TID","input":[],"outputSchema":{"a":340282366920938463463374607431768211456}}}"#,
         r#"{"id":23,"result":{},"result":{}}"#,
         r#"{"id":24,"result":[1,2,]}"#,
         "{\"id\":25,\"method\":\"thread/list\",\"params\":{\"limit\":5}}\r",

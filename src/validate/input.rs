@@ -211,7 +211,9 @@ impl<R: Read> Batcher<R> {
             let data = w.bytes();
             let start = (m.pos - off) as usize;
             let at_eof = off + data.len() as u64 == m.len;
-            if self.lazy {
+            // Lazy: cut near `target` at a newline without reading the batch. Eager: the
+            // line ends of whole lines up to `target`.
+            let (end, ends) = if self.lazy {
                 let nominal = start + target;
                 let cut = if nominal >= data.len() && at_eof {
                     Some(data.len())
@@ -222,46 +224,35 @@ impl<R: Read> Batcher<R> {
                 } else {
                     memchr::memrchr(b'\n', &data[start..]).map(|p| start + p + 1)
                 };
-                let Some(end) = cut.filter(|e| *e > start) else {
-                    want = want.saturating_mul(2);
-                    continue;
-                };
-                m.pos = off + end as u64;
-                self.read = m.pos;
-                let batch = Batch {
-                    seq: self.seq,
-                    first: 0,
-                    buf: Buf::Mapped(w, start..end),
-                    ends: Vec::new(),
-                };
-                self.seq += 1;
-                return Ok(Some(batch));
-            }
-            let mut ends = Vec::new();
-            let mut scanned = start;
-            while scanned - start < target {
-                let Some(p) = memchr(b'\n', &data[scanned..]) else {
-                    break;
-                };
-                ends.push(scanned + p - start);
-                scanned += p + 1;
-            }
-            if scanned - start < target && at_eof && scanned < data.len() {
-                // A last line without its newline is still a line.
-                ends.push(data.len() - start);
-                scanned = data.len();
-            }
-            if ends.is_empty() {
+                (cut.filter(|e| *e > start).unwrap_or(start), Vec::new())
+            } else {
+                let mut ends = Vec::new();
+                let mut scanned = start;
+                while scanned - start < target {
+                    let Some(p) = memchr(b'\n', &data[scanned..]) else {
+                        break;
+                    };
+                    ends.push(scanned + p - start);
+                    scanned += p + 1;
+                }
+                if scanned - start < target && at_eof && scanned < data.len() {
+                    // A last line without its newline is still a line.
+                    ends.push(data.len() - start);
+                    scanned = data.len();
+                }
+                (if ends.is_empty() { start } else { scanned }, ends)
+            };
+            if end == start {
                 // A line longer than the window: map a bigger one from its start.
                 want = want.saturating_mul(2);
                 continue;
             }
-            m.pos = off + scanned as u64;
+            m.pos = off + end as u64;
             self.read = m.pos;
             let batch = Batch {
                 seq: self.seq,
-                first: self.next_line,
-                buf: Buf::Mapped(w, start..scanned),
+                first: if self.lazy { 0 } else { self.next_line },
+                buf: Buf::Mapped(w, start..end),
                 ends,
             };
             self.seq += 1;
