@@ -290,13 +290,7 @@ impl Emitter<'_> {
         variants: &[crate::model::Variant],
         fast: bool,
     ) -> TokenStream {
-        let all_deny = variants
-            .iter()
-            .filter(|v| matches!(v.body, Body::Struct { .. }))
-            .all(|v| matches!(v.body, Body::Struct { deny: true, .. }))
-            && variants
-                .iter()
-                .any(|v| matches!(v.body, Body::Struct { .. }));
+        let all_deny = all_deny(variants);
         let mut extra_items = Vec::new();
         let mut vs = Vec::new();
         let mut track_arms = Vec::new();
@@ -351,7 +345,7 @@ impl Emitter<'_> {
                 Body::Struct { fields, deny } => {
                     if *deny && !all_deny {
                         // serde has no per-variant deny_unknown_fields: a newtype around a struct.
-                        let inner = format_ident!("{}{}", name, v.ident);
+                        let inner = deny_variant_ident(name, &v.ident);
                         let item = self.emit_type(
                             &TypeDef {
                                 ident: inner.to_string(),
@@ -450,8 +444,7 @@ impl Emitter<'_> {
                 },
             ),
         };
-        let fast =
-            fast.then(|| self.fast_enum(name, repr, variants, &|v| format_ident!("{}{}", name, v)));
+        let fast = fast.then(|| self.fast_enum(name, repr, variants));
         quote! {
             #fast
             #[derive(Debug, Deserialize)]
@@ -468,6 +461,23 @@ impl Emitter<'_> {
             #(#extra_items)*
         }
     }
+}
+
+/// Whether every struct variant denies unknown fields (then the enum carries the attribute;
+/// otherwise each denying variant is a newtype of its own, see [`deny_variant_ident`]).
+fn all_deny(variants: &[crate::model::Variant]) -> bool {
+    variants
+        .iter()
+        .filter(|v| matches!(v.body, Body::Struct { .. }))
+        .all(|v| matches!(v.body, Body::Struct { deny: true, .. }))
+        && variants
+            .iter()
+            .any(|v| matches!(v.body, Body::Struct { .. }))
+}
+
+/// The newtype struct of a denying variant in an enum whose other variants do not deny.
+fn deny_variant_ident(enum_name: &Ident, variant: &str) -> Ident {
+    format_ident!("{}{}", enum_name, variant)
 }
 
 /// A type whose values have no object keys of their own.

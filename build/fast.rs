@@ -1,7 +1,7 @@
 //! `Fast` impls (see `src/fast.rs`): per type, a check straight on the line's bytes that is
 //! sure or bails. Only the types client requests and client responses reach get one.
 
-use super::{ident, Emitter};
+use super::{all_deny, deny_variant_ident, Emitter};
 use crate::model::{Body, Field, Kind, Presence, Repr, Ty};
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -277,7 +277,6 @@ impl Emitter<'_> {
         name: &proc_macro2::Ident,
         repr: &Repr,
         variants: &[crate::model::Variant],
-        inner_of: &dyn Fn(&str) -> proc_macro2::Ident,
     ) -> TokenStream {
         // An internally tagged value is an object: its other keys can be dropped.
         let leaf = !matches!(repr, Repr::Internal(_))
@@ -351,11 +350,9 @@ impl Emitter<'_> {
                             }
                             Body::Struct { fields, deny } => {
                                 // A denying variant of a mixed enum is a newtype of its own.
-                                let all_deny = variants.iter().all(|v| {
-                                    !matches!(v.body, Body::Struct { deny: false, .. })
-                                });
+                                let all_deny = all_deny(variants);
                                 if *deny && !all_deny {
-                                    let inner = inner_of(&v.ident);
+                                    let inner = deny_variant_ident(name, &v.ident);
                                     quote!(<#inner as crate::fast::Fast>::fast_fields(s, p, out, tag))
                                 } else {
                                     self.fast_walker(fields, *deny, true)
@@ -435,7 +432,6 @@ impl Emitter<'_> {
                 quote!(#m => <#ty as crate::fast::Fast>::fast(s, p, out))
             })
             .collect();
-        let _ = ident;
         quote! {
             /// Fast check of a client request's non-null `params` (see `crate::fast`).
             pub fn fast_params(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R {

@@ -342,6 +342,15 @@ impl Session {
         v
     }
 
+    /// Remembers an accepted request, so that the server's result can be checked against it.
+    fn await_result(&mut self, id: IdKey, method: &str) {
+        // Bounded: a client-only capture never sees the results that would drain it.
+        if self.awaiting.len() >= MAX_AWAITING {
+            self.awaiting.clear();
+        }
+        self.awaiting.insert(id, static_method(method));
+    }
+
     /// The common lines (a request of an initialized session, a response) checked in one scan
     /// of the text; `None` when the fast path is not sure, and the exact path decides. It
     /// changes the session only when it answers.
@@ -434,11 +443,7 @@ impl Session {
                 protocol::fast_params(m, &mut s, &mut p, &mut out).ok()?;
             }
             ignored.append(&mut out);
-            if self.awaiting.len() >= MAX_AWAITING {
-                self.awaiting.clear();
-            }
-            self.awaiting
-                .insert(IdKey::of_text(id_text), static_method(m));
+            self.await_result(IdKey::of_text(id_text), m);
             let mut v = Verdict::new(Kind::Request, Outcome::Accepted);
             v.id = Some(id_value);
             v.method = Some(m.to_string());
@@ -515,11 +520,7 @@ impl Session {
             }
         }
         ClientRequest::track(&typed, &mut JsonPath::root(), ignored);
-        // Bounded: a client-only capture never sees the results that would drain it.
-        if self.awaiting.len() >= MAX_AWAITING {
-            self.awaiting.clear();
-        }
-        self.awaiting.insert(IdKey::of(&id), static_method(method));
+        self.await_result(IdKey::of(&id), method);
         Verdict::new(Kind::Request, Outcome::Accepted)
     }
 
