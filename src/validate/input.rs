@@ -211,37 +211,19 @@ impl<R: Read> Batcher<R> {
             let data = w.bytes();
             let start = (m.pos - off) as usize;
             let at_eof = off + data.len() as u64 == m.len;
-            // Lazy: cut near `target` at a newline without reading the batch. Eager: the
-            // line ends of whole lines up to `target`.
-            let (end, ends) = if self.lazy {
-                let nominal = start + target;
-                let cut = if nominal >= data.len() && at_eof {
-                    Some(data.len())
-                } else if let Some(p) = data.get(nominal..).and_then(|d| memchr(b'\n', d)) {
-                    Some(nominal + p + 1)
-                } else if at_eof {
-                    Some(data.len())
-                } else {
-                    memchr::memrchr(b'\n', &data[start..]).map(|p| start + p + 1)
-                };
-                (cut.filter(|e| *e > start).unwrap_or(start), Vec::new())
+            // Cut near `target` at a newline, without reading the batch (the lines are
+            // indexed later, on a worker when lazy).
+            let nominal = start + target;
+            let cut = if nominal >= data.len() && at_eof {
+                Some(data.len())
+            } else if let Some(p) = data.get(nominal..).and_then(|d| memchr(b'\n', d)) {
+                Some(nominal + p + 1)
+            } else if at_eof {
+                Some(data.len())
             } else {
-                let mut ends = Vec::new();
-                let mut scanned = start;
-                while scanned - start < target {
-                    let Some(p) = memchr(b'\n', &data[scanned..]) else {
-                        break;
-                    };
-                    ends.push(scanned + p - start);
-                    scanned += p + 1;
-                }
-                if scanned - start < target && at_eof && scanned < data.len() {
-                    // A last line without its newline is still a line.
-                    ends.push(data.len() - start);
-                    scanned = data.len();
-                }
-                (if ends.is_empty() { start } else { scanned }, ends)
+                memchr::memrchr(b'\n', &data[start..]).map(|p| start + p + 1)
             };
+            let end = cut.filter(|e| *e > start).unwrap_or(start);
             if end == start {
                 // A line longer than the window: map a bigger one from its start.
                 want = want.saturating_mul(2);
@@ -249,12 +231,15 @@ impl<R: Read> Batcher<R> {
             }
             m.pos = off + end as u64;
             self.read = m.pos;
-            let batch = Batch {
+            let mut batch = Batch {
                 seq: self.seq,
-                first: if self.lazy { 0 } else { self.next_line },
+                first: self.next_line,
                 buf: Buf::Mapped(w, start..end),
-                ends,
+                ends: Vec::new(),
             };
+            if !self.lazy {
+                batch.index();
+            }
             self.seq += 1;
             self.next_line += batch.ends.len() as u64;
             return Ok(Some(batch));
