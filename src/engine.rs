@@ -5,7 +5,7 @@
 //! initialized` / `Not initialized` → experimental gating.
 
 use crate::fast::{Scan, Unknown};
-use crate::protocol::{self, ClientNotification, ClientRequest, JSONRPCMessage};
+use crate::protocol::{self, ClientRequest, JSONRPCMessage};
 use crate::track::{JsonPath, Track};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -525,14 +525,12 @@ impl Session {
     }
 
     fn notification(&mut self, obj: &mut Map<String, Value>, ignored: &mut Vec<String>) -> Verdict {
-        let mut typed = Map::new();
-        typed.insert("method".into(), obj.remove("method").unwrap_or(Value::Null));
-        if let Some(p) = obj.remove("params").filter(|p| !p.is_null()) {
-            typed.insert("params".into(), p);
-        }
-        let typed = Value::Object(typed);
-        if ClientNotification::deserialize(&typed).is_ok() {
-            ClientNotification::track(&typed, &mut JsonPath::root(), ignored);
+        // The server only logs a client notification (any method): its params are never
+        // read, so whatever they carry is dropped.
+        if let Some(params) = obj.remove("params") {
+            let mut p = JsonPath::root();
+            p.key("params");
+            crate::track::dropped(&params, &mut p, ignored);
         }
         Verdict::new(Kind::Notification, Outcome::NoReply)
     }

@@ -2,30 +2,54 @@
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: codex-wire <command>
-  validate [OPTIONS] [FILE|-]...       what the real server makes of captured traffic
-  proxy [--transcript FILE] -- CMD...  run CMD (a real `codex app-server`) behind a checking proxy
-  fake [--state-dir DIR] app-server    a scriptable fake `codex app-server` (also as `codex`)";
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// Knows the `codex app-server` JSON-RPC protocol as exactly as the real server does.
+#[derive(Debug, Parser)]
+#[command(name = "codex-wire", version, propagate_version = false)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// What the real server makes of captured traffic (raw client lines or transcripts)
+    Validate(codex_wire::validate::Cli),
+    /// Run a real `codex app-server` behind a checking proxy
+    Proxy(codex_wire::proxy::Cli),
+    /// A scriptable fake `codex` (`codex-wire fake [OPTIONS] app-server`); also runs as a
+    /// binary named `codex`
+    Fake(codex_wire::fake::Cli),
+    /// Print a shell completion script
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
 
 fn main() -> ExitCode {
-    let mut argv = std::env::args();
-    let argv0 = argv.next().unwrap_or_default();
-    let args: Vec<String> = argv.collect();
-    // Installed or linked as `codex`, the binary is the fake.
-    if std::path::Path::new(&argv0).file_name() == Some("codex".as_ref()) {
-        return codex_wire::fake::main(&args);
+    let argv: Vec<String> = std::env::args().collect();
+    // Installed or linked as `codex`, the binary is the fake, with codex's own command line.
+    if std::path::Path::new(argv.first().map_or("", String::as_str)).file_name()
+        == Some("codex".as_ref())
+    {
+        let cli = codex_wire::fake::Cli::parse_from(&argv);
+        return codex_wire::fake::main(cli, &argv[1..]);
     }
-    match args.first().map(String::as_str) {
-        Some("validate") => codex_wire::validate::main(&args[1..]),
-        Some("proxy") => codex_wire::proxy::main(&args[1..]),
-        Some("fake") => codex_wire::fake::main(&args[1..]),
-        Some("--version") => {
-            println!("codex-wire {}", env!("CARGO_PKG_VERSION"));
+    let cli = Cli::parse_from(&argv);
+    match cli.command {
+        Cmd::Validate(c) => codex_wire::validate::main(c),
+        Cmd::Proxy(c) => codex_wire::proxy::main(c),
+        Cmd::Fake(c) => codex_wire::fake::main(c, &argv[2..]),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "codex-wire",
+                &mut std::io::stdout(),
+            );
             ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
         }
     }
 }

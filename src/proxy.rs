@@ -17,9 +17,28 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-const USAGE: &str = "usage: codex-wire proxy [--transcript FILE] [--allow-ignored GLOB]... [--quiet] -- <command> [args…]
-  forwards stdio to the command unchanged, flags protocol findings on stderr,
-  writes every message (both directions) to FILE, exits as the command does";
+/// Run a real `codex app-server` behind a checking proxy: stdio is forwarded unchanged,
+/// findings go to stderr, every message (both directions) to the transcript.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit: the command's own exit code (128+N when a signal N ends it), \
+127 when it cannot start, 2 on a usage error.\n\
+Example: codex-wire proxy --transcript t.jsonl -- codex app-server"
+)]
+pub struct Cli {
+    /// Write every message, both directions, to FILE (the fake's transcript format)
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<String>,
+    /// Ignored field paths not to flag (repeatable)
+    #[arg(long = "allow-ignored", value_name = "GLOB")]
+    pub allow_ignored: Vec<String>,
+    /// Do not print findings
+    #[arg(long)]
+    pub quiet: bool,
+    /// The server command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
 
 /// The child, for the signal handler (0 = none yet).
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -40,39 +59,12 @@ enum Msg {
     Eof(Dir),
 }
 
-pub fn main(args: &[String]) -> ExitCode {
-    let usage = |m: &str| {
-        eprintln!("codex-wire proxy: {m}\n{USAGE}");
-        ExitCode::from(2)
-    };
-    let mut transcript = None;
-    let mut allow = Vec::new();
-    let mut quiet = false;
-    let mut it = args.iter();
-    let mut command = Vec::new();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--transcript" => match it.next() {
-                Some(f) => transcript = Some(f.clone()),
-                None => return usage("--transcript takes a file"),
-            },
-            "--allow-ignored" => match it.next() {
-                Some(g) => allow.push(Glob::new(g)),
-                None => return usage("--allow-ignored takes a path glob"),
-            },
-            "--quiet" => quiet = true,
-            "--" => {
-                command = it.by_ref().cloned().collect();
-            }
-            s => {
-                return usage(&format!(
-                    "unexpected argument `{s}` (the command goes after `--`)"
-                ))
-            }
-        }
-    }
+pub fn main(cli: Cli) -> ExitCode {
+    let allow: Vec<Glob> = cli.allow_ignored.iter().map(|g| Glob::new(g)).collect();
+    let (transcript, quiet, command) = (cli.transcript, cli.quiet, cli.command);
     let Some((program, rest)) = command.split_first() else {
-        return usage("no command given");
+        eprintln!("codex-wire proxy: no command given after `--`");
+        return ExitCode::from(2);
     };
     let transcript = match transcript.map(|p| File::create(&p).map_err(|e| (p, e))) {
         None => None,

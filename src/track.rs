@@ -67,6 +67,24 @@ fn push_key(buf: &mut String, k: &str) {
     }
 }
 
+/// Reports a value the server never reads, by what it carries: nothing for `null`, `{}` or
+/// `[]`; the path of each key of an object and of each element of an array; the value's own
+/// path otherwise. (An empty container holds nothing a client could lose.)
+pub fn dropped(v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+    match v {
+        Value::Null => {}
+        Value::Object(m) => out.extend(m.keys().map(|k| p.child(k))),
+        Value::Array(a) => {
+            for i in 0..a.len() {
+                p.index(i);
+                out.push(p.as_str().to_string());
+                p.pop();
+            }
+        }
+        _ => out.push(p.as_str().to_string()),
+    }
+}
+
 /// A type that knows which keys serde takes when deserializing it from a `Value`.
 pub trait Track {
     /// Report into `out` every key under `v` that deserializing `Self` would drop.

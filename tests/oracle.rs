@@ -17,9 +17,17 @@ fn ignored_paths_are_exactly_the_ones_the_real_server_drops() {
     ))
     .expect("tests/corpus/oracle.jsonl (cargo xtask oracle --record)");
     let (mut ignored, mut declared, mut bad) = (0, 0, Vec::new());
+    let mut notifications = 0;
     for line in text.lines() {
         let case: Value = serde_json::from_str(line).unwrap();
         let name = case["name"].as_str().unwrap();
+        if case["category"] == "oracle_notification" {
+            notifications += 1;
+            if let Some(bad_case) = check_notification(&case) {
+                bad.push(bad_case);
+            }
+            continue;
+        }
         let path = &name[name.rfind(":$").expect("path in name") + 1..];
         let lines: Vec<&str> = case["lines"]
             .as_array()
@@ -55,12 +63,58 @@ fn ignored_paths_are_exactly_the_ones_the_real_server_drops() {
             }
         }
     }
-    eprintln!("oracle: {ignored} ignored paths and {declared} declared paths checked");
-    assert!(ignored > 100 && declared > 500, "oracle corpus too small");
+    eprintln!(
+        "oracle: {ignored} ignored paths, {declared} declared paths, {notifications} \
+         notification params checked"
+    );
+    assert!(
+        ignored > 100 && declared > 500 && notifications >= 14,
+        "oracle corpus too small"
+    );
     assert!(
         bad.is_empty(),
         "{} disagreements, first: {:?}",
         bad.len(),
         &bad[..bad.len().min(5)]
     );
+}
+
+/// A client notification's params: the real server stayed silent on the poisoned notification
+/// and answered the next request, so every key (element) it carried was dropped. The engine
+/// must say so, key by key, and say nothing of an empty container.
+fn check_notification(case: &Value) -> Option<String> {
+    let name = case["name"].as_str().unwrap();
+    let lines: Vec<&str> = case["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let real_silent = case["expect"][1]["status"] == "none";
+    let real_alive = case["expect"][2]["status"] == "accepted";
+    if !(real_silent && real_alive) {
+        return Some(format!(
+            "{name}: the real server did not drop it: {}",
+            case["expect"]
+        ));
+    }
+    let msg: Value = serde_json::from_str(lines[1]).unwrap();
+    let want: Vec<String> = match &msg["params"] {
+        Value::Object(m) => m.keys().map(|k| format!("$.params.{k}")).collect(),
+        Value::Array(a) => (0..a.len()).map(|i| format!("$.params[{i}]")).collect(),
+        Value::Null => vec![],
+        _ => vec!["$.params".into()],
+    };
+    let mut s = Session::new();
+    s.feed(lines[0].as_bytes());
+    let v = s.feed(lines[1].as_bytes());
+    let next = s.feed(lines[2].as_bytes());
+    (v.outcome != Outcome::NoReply || v.ignored != want || next.outcome != Outcome::Accepted).then(
+        || {
+            format!(
+                "{name}: engine {:?} {:?}, want ignored {want:?}",
+                v.outcome, v.ignored
+            )
+        },
+    )
 }

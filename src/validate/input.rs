@@ -320,7 +320,7 @@ impl Dir {
 }
 
 /// How an input is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// One client→server line per line.
     Raw,

@@ -25,13 +25,31 @@ use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: codex-wire validate [OPTIONS] [FILE|-]...
-  --format json|human     output (default: human on a terminal, json otherwise)
-  --input raw|transcript  input format (default: detected per file)
-  --allow-ignored GLOB    ignored field paths the team sends knowingly (repeatable),
-                          e.g. 'params.input[*].priority' or '**.jsonrpc'
-  --jobs N                worker threads (default: the number of cores)
-exit: 0 clean, 1 findings, 2 usage or I/O error";
+/// Check captured traffic: what the real server makes of each client line, and whether
+/// each server line is what the schema says.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit: 0 clean, 1 findings (an error reply, a violation or an ignored \
+field), 2 usage or I/O error."
+)]
+pub struct Cli {
+    /// Output (default: human on a terminal, json otherwise)
+    #[arg(long, value_enum)]
+    pub format: Option<OutFormat>,
+    /// Input format (default: detected per file)
+    #[arg(long, value_enum)]
+    pub input: Option<Format>,
+    /// Ignored field paths the team sends knowingly (repeatable), e.g.
+    /// 'params.input[*].priority' or '**.jsonrpc'
+    #[arg(long = "allow-ignored", value_name = "GLOB")]
+    pub allow_ignored: Vec<String>,
+    /// Worker threads (default: the number of cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Capture files (`-` or none: standard input)
+    #[arg(value_name = "FILE")]
+    pub files: Vec<String>,
+}
 
 /// Bytes of whole lines per batch: large enough to amortize hand-offs between threads,
 /// small enough that memory stays a few MB whatever the input size.
@@ -65,44 +83,22 @@ impl Default for Config {
     }
 }
 
-/// Entry point of `codex-wire validate ARGS…`.
-pub fn main(args: &[String]) -> ExitCode {
-    let usage = |msg: &str| {
-        eprintln!("codex-wire validate: {msg}\n{USAGE}");
-        ExitCode::from(2)
+/// Entry point of `codex-wire validate`.
+pub fn main(cli: Cli) -> ExitCode {
+    let mut cfg = Config {
+        allow: cli
+            .allow_ignored
+            .iter()
+            .map(|g| glob::Glob::new(g))
+            .collect(),
+        input: cli.input,
+        ..Config::default()
     };
-    let mut cfg = Config::default();
-    let mut format = None;
-    let mut files = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--format" => match it.next().map(String::as_str) {
-                Some("json") => format = Some(OutFormat::Json),
-                Some("human") => format = Some(OutFormat::Human),
-                _ => return usage("--format takes `json` or `human`"),
-            },
-            "--input" => match it.next().map(String::as_str) {
-                Some("raw") => cfg.input = Some(Format::Raw),
-                Some("transcript") => cfg.input = Some(Format::Transcript),
-                _ => return usage("--input takes `raw` or `transcript`"),
-            },
-            "--allow-ignored" => match it.next() {
-                Some(g) => cfg.allow.push(glob::Glob::new(g)),
-                None => return usage("--allow-ignored takes a path glob"),
-            },
-            "--jobs" => match it.next().and_then(|n| n.parse::<usize>().ok()) {
-                Some(n) if n > 0 => cfg.jobs = n,
-                _ => return usage("--jobs takes a positive number"),
-            },
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            s if s.starts_with("--") => return usage(&format!("unknown option `{s}`")),
-            s => files.push(s.to_string()),
-        }
+    if let Some(n) = cli.jobs {
+        cfg.jobs = usize::from(n);
     }
+    let format = cli.format;
+    let mut files = cli.files;
     if files.is_empty() {
         files.push("-".into());
     }

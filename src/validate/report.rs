@@ -8,7 +8,7 @@ use crate::{Kind, Outcome, Verdict};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutFormat {
     Json,
     Human,

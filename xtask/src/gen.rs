@@ -72,7 +72,7 @@ impl Case {
     /// request follows it), else the last.
     pub fn focus(&self) -> usize {
         match self.category.as_str() {
-            "framing" | "notification" if self.lines.len() == 3 => 1,
+            "framing" | "notification" | "oracle_notification" if self.lines.len() == 3 => 1,
             _ => self.lines.len().saturating_sub(1),
         }
     }
@@ -81,7 +81,7 @@ impl Case {
     pub fn solo(&self) -> bool {
         matches!(
             self.category.as_str(),
-            "lifecycle" | "framing" | "notification" | "envelope"
+            "lifecycle" | "framing" | "notification" | "envelope" | "oracle_notification"
         )
     }
 }

@@ -133,7 +133,42 @@ pub fn cases() -> Result<Vec<Case>, String> {
             });
         }
     }
+    out.extend(notification_cases(&poison));
     Ok(out)
+}
+
+/// A client notification's params are never read by the server (it only logs the
+/// notification), so a poison anywhere in them is accepted: the server stays silent and
+/// answers the next request. Empty containers are here too: they must report nothing.
+fn notification_cases(poison: &Value) -> Vec<Case> {
+    let init = crate::gen::INIT_EXPERIMENTAL.as_bytes().to_vec();
+    let next = br#"{"id":1,"method":"thread/loaded/list","params":{}}"#.to_vec();
+    let p = poison.to_string();
+    let params = [
+        "{}".to_string(),
+        "[]".to_string(),
+        "null".to_string(),
+        format!(r#"{{"codexWirePoison":{p}}}"#),
+        format!(r#"{{"clientInfo":{p},"capabilities":{{"experimentalApi":{p}}}}}"#),
+        format!("[{p},1]"),
+        r#""codex-wire-poison""#.to_string(),
+    ];
+    let mut out = Vec::new();
+    for method in ["initialized", "codex-wire/unknown"] {
+        for params in &params {
+            out.push(Case {
+                name: format!("{method}#oracle:notification:{params}"),
+                category: "oracle_notification".into(),
+                lines: vec![
+                    init.clone(),
+                    format!(r#"{{"method":"{method}","params":{params}}}"#).into_bytes(),
+                    next.clone(),
+                ],
+                ptr: None,
+            });
+        }
+    }
+    out
 }
 
 pub fn main(args: &[String]) -> Result<(), String> {
