@@ -20,7 +20,7 @@ enum Cmd {
     Proxy(codex_wire::proxy::Cli),
     /// A scriptable fake `codex` (`codex-wire fake [OPTIONS] app-server`); also runs as a
     /// binary named `codex`
-    Fake(codex_wire::fake::Cli),
+    Fake(Box<codex_wire::fake::Cli>),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
     match cli.command {
         Cmd::Validate(c) => codex_wire::validate::main(c),
         Cmd::Proxy(c) => codex_wire::proxy::main(c),
-        Cmd::Fake(c) => codex_wire::fake::main(c, &argv[2..]),
+        Cmd::Fake(c) => codex_wire::fake::main(*c, &argv[2..]),
         Cmd::Completions { shell } => {
             clap_complete::generate(
                 shell,
