@@ -5,6 +5,7 @@
 //! JSON paths of the keys it silently drops.
 
 pub mod custom;
+pub mod diff;
 pub mod engine;
 pub mod fake;
 pub mod fast;

@@ -21,6 +21,8 @@ enum Cmd {
     /// A scriptable fake `codex` (`codex-wire fake [OPTIONS] app-server`); also runs as a
     /// binary named `codex`
     Fake(Box<codex_wire::fake::Cli>),
+    /// Compare two transcripts (fake, proxy or scripted runs) under the one masking rule
+    Diff(codex_wire::diff::Cli),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Cmd::Validate(c) => codex_wire::validate::main(c),
         Cmd::Proxy(c) => codex_wire::proxy::main(c),
         Cmd::Fake(c) => codex_wire::fake::main(*c, &argv[2..]),
+        Cmd::Diff(c) => codex_wire::diff::main(c),
         Cmd::Completions { shell } => {
             clap_complete::generate(
                 shell,

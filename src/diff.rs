@@ -1,0 +1,374 @@
+//! `codex-wire diff A B`: are two transcripts (fake, proxy or `scripted`, the same format) the
+//! same conversation? The one masking rule that makes a fake's run comparable with a real one:
+//! what is nondeterministic in the real server is masked, everything else must be equal.
+//!
+//! Masked (each consistently, by first appearance, so "the same id twice" still has to hold):
+//! - uuids (thread, turn, item and request ids) → `<uuid:N>`;
+//! - the model's item ids (`msg_…`, `rs_…`, `fc_…`, `call_…`, `ctc_…`) → `<item:N>`;
+//! - timestamps and durations (keys such as `createdAt`, `emittedAtMs`, `durationMs`): a number
+//!   becomes `<time>`; `null` stays `null`, because null against a number is a difference;
+//! - process ids (`processId`, `pid`) → `<pid>`;
+//! - the temp root a run lives in (`codexHome`, thread `cwd` and `path`) → `<root>`, and rollout
+//!   file names' date stamps.
+//!
+//! Order is compared as sent, except where the real server itself races (see [`FLOATING`]).
+
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// Notifications the real server emits from background tasks: their position against the turn's
+/// messages varies from run to run, so they are compared as a multiset, not by position.
+pub const FLOATING: &[&str] = &[
+    "remoteControl/status/changed",
+    "configWarning",
+    "account/rateLimits/updated",
+];
+
+/// Keys whose numeric values are clock readings or durations.
+const TIME_KEYS: &[&str] = &[
+    "createdAt",
+    "updatedAt",
+    "startedAt",
+    "completedAt",
+    "startedAtMs",
+    "completedAtMs",
+    "emittedAtMs",
+    "durationMs",
+    "recordedAt",
+    "timestamp",
+    "resetsAt",
+    "lastUpdated",
+];
+
+const PID_KEYS: &[&str] = &["processId", "pid"];
+
+/// One message of a transcript, masked: its direction and body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub dir: String,
+    pub msg: Value,
+}
+
+/// The mask state of one transcript: ids numbered by first appearance.
+#[derive(Default)]
+pub struct Masker {
+    uuids: HashMap<String, usize>,
+    items: HashMap<String, usize>,
+    roots: Vec<String>,
+}
+
+fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+fn is_item_id(s: &str) -> bool {
+    ["msg_", "rs_", "fc_", "call_", "ctc_", "ws_", "ig_"]
+        .iter()
+        .any(|p| {
+            s.strip_prefix(p).is_some_and(|r| {
+                !r.is_empty()
+                    && r.bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+            })
+        })
+}
+
+impl Masker {
+    /// Learns the run's temp roots from the messages that name them (the `initialize` result's
+    /// `codexHome`, a thread's `cwd`), longest first so the most specific wins.
+    fn learn_roots(&mut self, entries: &[Entry]) {
+        fn walk(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    for (k, x) in m {
+                        if let (true, Some(s)) = (k == "codexHome" || k == "cwd", x.as_str()) {
+                            if let Some(root) = temp_root(s) {
+                                out.push(root);
+                            }
+                        }
+                        walk(x, out);
+                    }
+                }
+                Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+                _ => {}
+            }
+        }
+        for e in entries {
+            walk(&e.msg, &mut self.roots);
+        }
+        self.roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
+        self.roots.dedup();
+    }
+
+    fn string(&mut self, s: &str) -> String {
+        if is_uuid(s) {
+            let n = self.uuids.len();
+            return format!("<uuid:{}>", self.uuids.entry(s.to_string()).or_insert(n));
+        }
+        if is_item_id(s) {
+            let n = self.items.len();
+            return format!("<item:{}>", self.items.entry(s.to_string()).or_insert(n));
+        }
+        let mut out = s.to_string();
+        for r in &self.roots {
+            if out.contains(r.as_str()) {
+                out = out.replace(r.as_str(), "<root>");
+            }
+        }
+        // Uuids inside longer strings (rollout paths, messages naming a thread).
+        let mut masked = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        while let Some(i) = find_uuid(rest) {
+            masked.push_str(&rest[..i]);
+            let u = &rest[i..i + 36];
+            let n = self.uuids.len();
+            masked.push_str(&format!(
+                "<uuid:{}>",
+                self.uuids.entry(u.to_string()).or_insert(n)
+            ));
+            rest = &rest[i + 36..];
+        }
+        masked.push_str(rest);
+        mask_rollout_stamp(&masked)
+    }
+
+    fn value(&mut self, key: Option<&str>, v: &Value) -> Value {
+        match v {
+            Value::Number(_) if key.is_some_and(|k| TIME_KEYS.contains(&k)) => "<time>".into(),
+            Value::Number(_) if key.is_some_and(|k| PID_KEYS.contains(&k)) => "<pid>".into(),
+            Value::String(s) => Value::String(self.string(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.value(None, x)).collect()),
+            Value::Object(m) => {
+                let mut out = Map::new();
+                for (k, x) in m {
+                    out.insert(k.clone(), self.value(Some(k), x));
+                }
+                Value::Object(out)
+            }
+            _ => v.clone(),
+        }
+    }
+}
+
+/// `/tmp/abc` of `/tmp/abc/x/y`: the first component under the temp dir.
+fn temp_root(path: &str) -> Option<String> {
+    let tmp = std::env::temp_dir();
+    let tmp = tmp.to_str()?.trim_end_matches('/');
+    for base in [tmp, "/tmp", "/var/folders"] {
+        if let Some(rest) = path.strip_prefix(base).and_then(|r| r.strip_prefix('/')) {
+            let first = rest.split('/').next()?;
+            if !first.is_empty() {
+                return Some(format!("{base}/{first}"));
+            }
+        }
+    }
+    None
+}
+
+fn find_uuid(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    (0..b.len().saturating_sub(35))
+        .find(|&i| s.is_char_boundary(i) && s.get(i..i + 36).is_some_and(is_uuid))
+}
+
+/// `rollout-2026-11-30T20-31-07-` → `rollout-<stamp>-`.
+fn mask_rollout_stamp(s: &str) -> String {
+    let Some(i) = s.find("rollout-") else {
+        return s.to_string();
+    };
+    let start = i + "rollout-".len();
+    let stamp_len = "2026-11-30T20-31-07".len();
+    match s.get(start..start + stamp_len) {
+        Some(st) if st.as_bytes()[4] == b'-' && st.as_bytes()[10] == b'T' => {
+            format!("{}<stamp>{}", &s[..start], &s[start + stamp_len..])
+        }
+        _ => s.to_string(),
+    }
+}
+
+/// The messages of a transcript (events and unparsable lines left out), masked.
+pub fn masked(transcript: &str) -> Result<Vec<Entry>, String> {
+    let mut raw = Vec::new();
+    for (n, line) in transcript.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", n + 1))?;
+        let (Some(dir), Some(msg)) = (v["dir"].as_str(), v.get("msg")) else {
+            continue;
+        };
+        raw.push(Entry {
+            dir: dir.to_string(),
+            msg: msg.clone(),
+        });
+    }
+    let mut m = Masker::default();
+    m.learn_roots(&raw);
+    Ok(raw
+        .iter()
+        .map(|e| Entry {
+            dir: e.dir.clone(),
+            msg: m.value(None, &e.msg),
+        })
+        .collect())
+}
+
+fn method(e: &Entry) -> Option<&str> {
+    e.msg.get("method").and_then(Value::as_str)
+}
+
+/// Where two masked transcripts part ways.
+#[derive(Debug)]
+pub struct Mismatch {
+    /// Index among the positional messages (floating ones excluded).
+    pub index: usize,
+    pub a: Option<Entry>,
+    pub b: Option<Entry>,
+    pub why: String,
+}
+
+/// Compares two masked transcripts: positional messages in order, floating ones as multisets.
+pub fn compare(a: &[Entry], b: &[Entry]) -> Result<(), Mismatch> {
+    let split = |t: &[Entry]| -> (Vec<Entry>, Vec<String>) {
+        let (mut pos, mut float) = (Vec::new(), Vec::new());
+        for e in t {
+            if method(e).is_some_and(|m| FLOATING.contains(&m)) && e.msg.get("id").is_none() {
+                float.push(format!("{} {}", e.dir, e.msg));
+            } else {
+                pos.push(e.clone());
+            }
+        }
+        float.sort();
+        (pos, float)
+    };
+    let (pa, mut fa) = split(a);
+    let (pb, mut fb) = split(b);
+    for i in 0..pa.len().max(pb.len()) {
+        let (x, y) = (pa.get(i), pb.get(i));
+        if x != y {
+            let why = match (x, y) {
+                (Some(x), Some(y)) if method(x) != method(y) || x.dir != y.dir => {
+                    "different message".to_string()
+                }
+                (Some(x), Some(y)) => first_difference(&x.msg, &y.msg, "$"),
+                (None, _) => "A ends here".into(),
+                (_, None) => "B ends here".into(),
+            };
+            return Err(Mismatch {
+                index: i,
+                a: x.cloned(),
+                b: y.cloned(),
+                why,
+            });
+        }
+    }
+    // Background notifications: the same ones, whatever their position.
+    fa.retain(|x| {
+        if let Some(i) = fb.iter().position(|y| y == x) {
+            fb.remove(i);
+            false
+        } else {
+            true
+        }
+    });
+    if !fa.is_empty() || !fb.is_empty() {
+        return Err(Mismatch {
+            index: pa.len(),
+            a: None,
+            b: None,
+            why: format!("background notifications differ: only in A {fa:?}, only in B {fb:?}"),
+        });
+    }
+    Ok(())
+}
+
+/// The first path where two values differ, with both values.
+pub fn first_difference(a: &Value, b: &Value, path: &str) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let kx: Vec<&String> = x.keys().collect();
+            let ky: Vec<&String> = y.keys().collect();
+            for k in &kx {
+                match y.get(k.as_str()) {
+                    None => return format!("{path}.{k}: only in A ({})", x[k.as_str()]),
+                    Some(v) if v != &x[k.as_str()] => {
+                        return first_difference(&x[k.as_str()], v, &format!("{path}.{k}"))
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(k) = ky.iter().find(|k| !x.contains_key(k.as_str())) {
+                return format!("{path}.{k}: only in B ({})", y[k.as_str()]);
+            }
+            format!("{path}: key order differs: A {kx:?}, B {ky:?}")
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find(|(_, (p, q))| p != q)
+            .map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]")))
+            .unwrap_or_default(),
+        _ => format!("{path}: A {a}, B {b}"),
+    }
+}
+
+/// `codex-wire diff`'s command line.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit: 0 the same conversation, 1 they differ (the first difference is \
+printed), 2 a file cannot be read."
+)]
+pub struct Cli {
+    /// A transcript (fake, proxy or scripted run)
+    pub a: std::path::PathBuf,
+    /// The transcript to compare it with
+    pub b: std::path::PathBuf,
+    /// Print both masked transcripts too
+    #[arg(long)]
+    pub show: bool,
+}
+
+pub fn main(cli: Cli) -> std::process::ExitCode {
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .map_err(|e| format!("cannot read {}: {e}", p.display()))
+            .and_then(|t| masked(&t).map_err(|e| format!("{}: {e}", p.display())))
+    };
+    let (a, b) = match (read(&cli.a), read(&cli.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("codex-wire diff: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    if cli.show {
+        for (name, t) in [("A", &a), ("B", &b)] {
+            for e in t {
+                println!("{name} {} {}", e.dir, e.msg);
+            }
+        }
+    }
+    match compare(&a, &b) {
+        Ok(()) => {
+            println!("same conversation: {} messages", a.len());
+            std::process::ExitCode::SUCCESS
+        }
+        Err(m) => {
+            println!("message {} differs: {}", m.index, m.why);
+            if let Some(x) = m.a {
+                println!("  A {} {}", x.dir, x.msg);
+            }
+            if let Some(y) = m.b {
+                println!("  B {} {}", y.dir, y.msg);
+            }
+            std::process::ExitCode::from(1)
+        }
+    }
+}
