@@ -611,3 +611,100 @@ fn default_results_are_valid_for_every_method() {
         }
     }
 }
+
+/// `thread/resume` with `history` or `path`, as probed on the real 0.171.0 server: a history
+/// starts a fresh thread whatever `threadId` says; a path is resolved against `CODEX_HOME`.
+#[test]
+fn resume_with_history_and_path() {
+    let dir = state_dir("resume-history");
+    let mut c = Client::spawn(&dir, json!({"turns": []}));
+    c.init();
+    let user = json!({"type": "message", "role": "user",
+                      "content": [{"type": "input_text", "text": "hi"}]});
+    let before = c.seen.len();
+    let r = c.request(
+        "thread/resume",
+        json!({"threadId": "not-a-uuid", "history": [user]}),
+    );
+    let thread = &r["result"]["thread"];
+    let tid = thread["id"].as_str().unwrap().to_string();
+    assert!(uuid::Uuid::parse_str(&tid).is_ok(), "a fresh thread id");
+    assert_eq!(thread["preview"], "hi");
+    assert_eq!(thread["turns"], json!([]));
+    let keys: Vec<&str> = r["result"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        &keys[keys.len() - 5..],
+        [
+            "collaborationMode",
+            "multiAgentMode",
+            "initialTurnsPage",
+            "turnsBackwardsCursor",
+            "itemsBackwardsCursor"
+        ]
+    );
+    // Status first, then the result, then the goal clearing (no thread/started).
+    let status = &c.seen[before];
+    assert_eq!(status["method"], "thread/status/changed");
+    assert_eq!(status["params"]["threadId"], tid.as_str());
+    let after = c.read();
+    assert_eq!(after["method"], "thread/goal/cleared");
+    // Errors, with the real texts.
+    let e = c.request("thread/resume", json!({"threadId": "x", "history": []}));
+    assert_eq!(e["error"]["message"], "history must not be empty");
+    let e = c.request("thread/resume", json!({"threadId": tid, "history": [user]}));
+    assert_eq!(
+        e["error"]["message"],
+        format!("cannot resume thread {tid} with history while it is already running")
+    );
+    let e = c.request(
+        "thread/resume",
+        json!({"threadId": "x", "path": "/nonexistent/rollout.jsonl"}),
+    );
+    assert_eq!(
+        e["error"]["message"],
+        "failed to resolve rollout path `/nonexistent/rollout.jsonl`: file does not exist"
+    );
+    let e = c.request(
+        "thread/resume",
+        json!({"threadId": "x", "path": "relative/rollout.jsonl"}),
+    );
+    let home = r["result"]["thread"]["path"].as_str().unwrap();
+    assert!(home.ends_with(&format!("rollout-{tid}.jsonl")));
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("/relative/rollout.jsonl`: file does not exist"));
+    let e = c.request(
+        "thread/resume",
+        json!({"threadId": "x", "path": dir.to_str().unwrap()}),
+    );
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("path is a directory"));
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let e = c.request(
+        "thread/resume",
+        json!({"threadId": "x", "path": empty.to_str().unwrap()}),
+    );
+    assert_eq!(e["error"]["code"], -32603);
+    assert!(c.close().success());
+    // A new process resumes the history thread from its rollout path, whatever threadId says.
+    let mut c = Client::spawn(&dir, json!({"turns": []}));
+    c.init();
+    let r = c.request(
+        "thread/resume",
+        json!({"threadId": "anything", "path": home, "excludeTurns": true}),
+    );
+    assert_eq!(r["result"]["thread"]["id"], tid.as_str());
+    let r = c.request("thread/resume", json!({"threadId": tid}));
+    assert_eq!(r["result"]["thread"]["id"], tid.as_str());
+    assert!(c.seen.iter().any(|m| m["method"] == "deprecationNotice"));
+    assert!(c.close().success());
+}

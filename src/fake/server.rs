@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// Marks a handler error the real server answers with `-32603` (internal error).
+const INTERNAL_PREFIX: &str = "\u{0}internal:";
+
 /// Locks a mutex even if a panicking thread poisoned it: the fake keeps serving.
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -26,6 +29,8 @@ pub struct Fake {
     pub transcript: Transcript,
     pub store: Store,
     pub cwd: PathBuf,
+    /// `$CODEX_HOME` as the real server reports and resolves against it (else the state dir).
+    pub codex_home: PathBuf,
     /// Threads started, resumed or forked by this process: the only ones turns can run on.
     loaded: Mutex<HashSet<String>>,
     /// Running turn per thread.
@@ -38,6 +43,10 @@ impl Fake {
             transcript: Transcript::new(dir.join("transcript.jsonl")),
             store: Store::new(&dir),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            codex_home: std::env::var_os("CODEX_HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| dir.clone()),
             dir,
             loaded: Mutex::new(HashSet::new()),
             active: Mutex::new(HashMap::new()),
@@ -115,8 +124,13 @@ impl Conn {
         self.send(json!({"id": id, "result": result}));
     }
 
+    /// A handler's error: `-32600`, or `-32603` for a message marked [`INTERNAL_PREFIX`].
     fn error(&self, id: &Value, message: String) {
-        self.send(json!({"error": {"code": -32600, "message": message}, "id": id}));
+        let (code, message) = match message.strip_prefix(INTERNAL_PREFIX) {
+            Some(m) => (-32603, m.to_string()),
+            None => (-32600, message),
+        };
+        self.send(json!({"error": {"code": code, "message": message}, "id": id}));
     }
 
     /// Sends a server→client request and blocks until the client answers (the engine checks
@@ -275,7 +289,7 @@ impl Conn {
         );
         self.result(
             id,
-            json!({"userAgent": ua, "codexHome": path_str(&self.fake.dir),
+            json!({"userAgent": ua, "codexHome": path_str(&self.fake.codex_home),
                    "platformFamily": "unix", "platformOs": std::env::consts::OS}),
         );
         Ok(())
@@ -329,7 +343,7 @@ impl Conn {
             "modelProvider": "openai", "model": model_of(info), "reasoningEffort": null,
             "createdAt": created, "updatedAt": updated, "recencyAt": updated,
             "status": status,
-            "path": path_str(&self.fake.dir.join("sessions").join(format!("rollout-{thread_id}.jsonl"))),
+            "path": self.rollout_path(thread_id),
             "cwd": cwd, "cliVersion": CLI_VERSION,
             "originator": lock(&self.client_name).clone(), "source": "vscode",
             "canAcceptDirectInput": true, "threadSource": null, "agentNickname": null,
@@ -409,13 +423,171 @@ impl Conn {
         }
     }
 
+    /// Where a thread's rollout lives: `CODEX_HOME/sessions/rollout-<id>.jsonl`.
+    fn rollout_path(&self, thread_id: &str) -> String {
+        path_str(
+            &self
+                .fake
+                .codex_home
+                .join("sessions")
+                .join(format!("rollout-{thread_id}.jsonl")),
+        )
+    }
+
+    /// `thread/resume`, as probed on the real server: `history` (experimental) starts a fresh
+    /// thread from the given items whatever `threadId` says; `path` names the rollout to resume
+    /// (relative to `CODEX_HOME`); otherwise the thread is looked up by id.
     fn thread_resume(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, info) =
-            self.stored(params, "session", "no rollout found for thread id ")?;
-        lock(&self.fake.loaded).insert(thread_id.clone());
+        let given = params["threadId"].as_str().unwrap_or_default();
+        let running = lock(&self.fake.loaded).contains(given);
+        if let Some(history) = params["history"].as_array() {
+            if history.is_empty() {
+                return Err("history must not be empty".into());
+            }
+            if running {
+                return Err(format!(
+                    "cannot resume thread {given} with history while it is already running"
+                ));
+            }
+            return self.resume_from_history(id, history);
+        }
+        let path = params["path"].as_str().filter(|p| !p.is_empty());
+        let (thread_id, info) = match path {
+            Some(p) => self.stored_at_path(given, running, p)?,
+            None => self.stored(params, "session", "no rollout found for thread id ")?,
+        };
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
-        self.result(id, self.thread_response(&thread_id, &info, with_turns));
+        if with_turns {
+            self.notify(
+                "deprecationNotice",
+                json!({"summary": "Full-history hydration is deprecated for paginated threads; \
+                                   use `excludeTurns: true`, then page with `thread/turns/list` \
+                                   and `thread/items/list`.", "details": null}),
+            );
+        }
+        let newly = lock(&self.fake.loaded).insert(thread_id.clone());
+        if newly {
+            self.notify(
+                "thread/status/changed",
+                json!({"threadId": thread_id, "status": {"type": "idle"}}),
+            );
+        }
+        self.result(id, self.resume_response(&thread_id, &info, with_turns));
+        self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
         Ok(())
+    }
+
+    /// `thread/resume`'s result: `thread/start`'s plus the collaboration mode and paging cursors.
+    fn resume_response(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
+        let mut r = self.thread_response(thread_id, info, with_turns);
+        let model = model_of(info);
+        let mut out = Map::new();
+        for (k, v) in r.as_object_mut().map(std::mem::take).unwrap_or_default() {
+            let after_effort = k == "reasoningEffort";
+            out.insert(k, v);
+            if after_effort {
+                out.insert(
+                    "collaborationMode".into(),
+                    json!({"mode": "default", "settings": {"model": model,
+                           "reasoning_effort": null, "developer_instructions": null}}),
+                );
+            }
+        }
+        for k in [
+            "initialTurnsPage",
+            "turnsBackwardsCursor",
+            "itemsBackwardsCursor",
+        ] {
+            out.insert(k.into(), Value::Null);
+        }
+        Value::Object(out)
+    }
+
+    /// A new thread whose rollout starts with `history`; its preview is the first user text.
+    fn resume_from_history(&self, id: &Value, history: &[Value]) -> Result<(), String> {
+        let thread_id = uuid::Uuid::now_v7().to_string();
+        let preview = history
+            .iter()
+            .filter(|i| i["type"] == "message" && i["role"] == "user")
+            .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+            .find_map(|c| c["text"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let mut info = self.new_thread_info(&json!({}));
+        info["preview"] = json!(preview);
+        info["history"] = json!(history);
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id] = info.clone());
+        self.write_rollout(&thread_id);
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        self.notify(
+            "thread/status/changed",
+            json!({"threadId": thread_id, "status": {"type": "idle"}}),
+        );
+        self.result(id, self.resume_response(&thread_id, &info, false));
+        self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        Ok(())
+    }
+
+    /// Writes the rollout file a thread's `path` names (the real server writes it on the first
+    /// turn, or at once for a history resume), so that `thread/resume {path}` finds it.
+    pub fn write_rollout(&self, thread_id: &str) {
+        let path = PathBuf::from(self.rollout_path(thread_id));
+        if path.exists() {
+            return;
+        }
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let meta = json!({"type": "session_meta", "payload": {"id": thread_id}});
+        let _ = std::fs::write(&path, format!("{meta}\n"));
+    }
+
+    /// The thread whose rollout is at `path`, with the real server's errors.
+    fn stored_at_path(
+        &self,
+        given: &str,
+        running: bool,
+        path: &str,
+    ) -> Result<(String, Value), String> {
+        let abs = if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            self.fake.codex_home.join(path)
+        };
+        let shown = path_str(&abs);
+        if running {
+            let active = self.rollout_path(given);
+            if active != shown {
+                return Err(format!(
+                    "cannot resume running thread {given} with stale path: requested `{shown}`, \
+                     active `{active}`"
+                ));
+            }
+        }
+        if abs.is_dir() {
+            return Err(format!(
+                "failed to resolve rollout path `{shown}`: path is a directory"
+            ));
+        }
+        let text = std::fs::read_to_string(&abs).map_err(|_| {
+            format!("failed to resolve rollout path `{shown}`: file does not exist")
+        })?;
+        let meta_id = text
+            .lines()
+            .next()
+            .and_then(|l| serde_json::from_str::<Value>(l).ok())
+            .and_then(|m| m["payload"]["id"].as_str().map(str::to_string));
+        let info = meta_id
+            .as_ref()
+            .and_then(|t| self.fake.store.load()["threads"].get(t).cloned());
+        match (meta_id, info) {
+            (Some(t), Some(info)) => Ok((t, info)),
+            _ => Err(format!(
+                "{INTERNAL_PREFIX}failed to read thread: thread-store internal error: failed to \
+                 read session metadata {shown}: rollout at {shown} is empty"
+            )),
+        }
     }
 
     fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {

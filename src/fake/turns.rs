@@ -211,6 +211,7 @@ fn play(
             }
             t["updatedAt"] = json!(now_secs());
         });
+        conn.write_rollout(&thread_id);
         if last {
             lock(&conn.fake.active).remove(&thread_id);
         }
