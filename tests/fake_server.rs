@@ -708,3 +708,75 @@ fn resume_with_history_and_path() {
     assert!(c.seen.iter().any(|m| m["method"] == "deprecationNotice"));
     assert!(c.close().success());
 }
+
+/// Backpressure: `scenario.json` `overload` answers chosen requests with the real overload
+/// reply (deterministic retries); a flood behind a slow handler overflows the real server's
+/// 128-message queue and the requests past it get the same reply at once.
+#[test]
+fn overload_replies_scripted_and_under_flood() {
+    const OVERLOADED: &str =
+        r#"{"error":{"code":-32001,"message":"Server overloaded; retry later."}"#;
+    let dir = state_dir("overload");
+    let mut c = Client::spawn(
+        &dir,
+        json!({"overload": {"thread/start": 2},
+               "methods": {"model/list": {"result": {"data": [], "nextCursor": null}, "delay_ms": 20}}}),
+    );
+    c.init();
+    for _ in 0..2 {
+        let r = c.request("thread/start", json!({}));
+        assert_eq!(r["error"]["code"], -32001, "{r}");
+        assert_eq!(r["error"]["message"], "Server overloaded; retry later.");
+    }
+    let r = c.request("thread/start", json!({}));
+    assert!(
+        r["result"]["thread"]["id"].is_string(),
+        "the third try goes through: {r}"
+    );
+    // The flood: 300 slow requests written at once.
+    let mut burst = Vec::new();
+    for id in 1000..1300 {
+        burst.extend_from_slice(
+            json!({"id": id, "method": "model/list", "params": {}})
+                .to_string()
+                .as_bytes(),
+        );
+        burst.push(b'\n');
+    }
+    c.stdin.as_mut().unwrap().write_all(&burst).unwrap();
+    c.stdin.as_mut().unwrap().flush().unwrap();
+    let mut answered = std::collections::BTreeMap::new();
+    while answered.len() < 300 {
+        let line =
+            c.rx.recv_timeout(Duration::from_secs(30))
+                .expect("every request is answered");
+        let m: Value = serde_json::from_str(&line).unwrap();
+        let Some(id) = m["id"].as_i64() else {
+            continue; // a notification of the earlier thread/start
+        };
+        assert!(
+            answered.insert(id, line.starts_with(OVERLOADED)).is_none(),
+            "answered twice: {id}"
+        );
+    }
+    let overloaded: Vec<i64> = answered
+        .iter()
+        .filter(|(_, o)| **o)
+        .map(|(i, _)| *i)
+        .collect();
+    assert!(
+        !overloaded.is_empty(),
+        "a 300-request burst behind a 20 ms handler overflows"
+    );
+    assert!(
+        overloaded[0] >= 1000 + 128,
+        "the first 128 queue up before any overload: {overloaded:?}"
+    );
+    let t = transcript(&dir);
+    assert_eq!(
+        t.iter().filter(|e| e["overloaded"] == true).count(),
+        overloaded.len() + 2,
+        "each overloaded request is recorded"
+    );
+    assert!(c.close().success());
+}

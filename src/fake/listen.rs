@@ -89,6 +89,11 @@ fn watch_signals(fake: Arc<Fake>) {
     }
 }
 
+/// Inbound messages queued between the transport and the processor, as in the real server
+/// (`CHANNEL_CAPACITY`): a request arriving on a full queue is answered at once with
+/// `-32001 Server overloaded; retry later.`; anything else waits for room.
+const QUEUE: usize = 128;
+
 fn stdio(fake: Arc<Fake>) -> ExitCode {
     let sink: Sink = Box::new(|line: &str| {
         let mut out = io::stdout().lock();
@@ -97,22 +102,44 @@ fn stdio(fake: Arc<Fake>) -> ExitCode {
         out.flush()
     });
     let conn = Conn::new(fake.clone(), sink);
-    let mut input = io::stdin().lock();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match input.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {
-                let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-                if conn.handle_line(line) == Next::Close {
-                    conn.close();
-                    fake.record(json!({"event": "exit", "how": "connection_closed"}));
-                    return ExitCode::SUCCESS;
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
+    let reader = conn.clone();
+    // The reader admits lines into the queue; this thread processes them in order.
+    let _ = std::thread::Builder::new()
+        .name("fake-stdin".into())
+        .spawn(move || {
+            let mut input = io::stdin().lock();
+            loop {
+                let mut buf = Vec::new();
+                match input.read_until(b'\n', &mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if buf.last() == Some(&b'\n') {
+                            buf.pop();
+                        }
+                        if reader.overload_scripted(&buf) {
+                            continue;
+                        }
+                        match tx.try_send(buf) {
+                            Ok(()) => {}
+                            Err(mpsc::TrySendError::Full(line)) => {
+                                if !reader.overloaded(&line) && tx.send(line).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(mpsc::TrySendError::Disconnected(_)) => break,
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
+        });
+    for line in rx {
+        if conn.handle_line(&line) == Next::Close {
+            conn.close();
+            fake.record(json!({"event": "exit", "how": "connection_closed"}));
+            return ExitCode::SUCCESS;
         }
     }
     conn.close();
@@ -313,11 +340,17 @@ fn serve_ws<S: Read + Write + Send + 'static>(
         }
         match ws.read() {
             Ok(Message::Text(t)) => {
+                if conn.overload_scripted(t.as_bytes()) {
+                    continue;
+                }
                 if conn.handle_line(t.as_bytes()) == Next::Close {
                     break;
                 }
             }
             Ok(Message::Binary(b)) => {
+                if conn.overload_scripted(&b) {
+                    continue;
+                }
                 if conn.handle_line(&b) == Next::Close {
                     break;
                 }

@@ -14,6 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The real server's reply to a request that finds its inbound queue full.
+pub const OVERLOADED: i64 = -32001;
+pub const OVERLOADED_MESSAGE: &str = "Server overloaded; retry later.";
+
 /// Marks a handler error the real server answers with `-32603` (internal error).
 const INTERNAL_PREFIX: &str = "\u{0}internal:";
 
@@ -35,6 +39,8 @@ pub struct Fake {
     loaded: Mutex<HashSet<String>>,
     /// Running turn per thread.
     pub active: Mutex<HashMap<String, Arc<TurnCtl>>>,
+    /// Scripted overload replies given so far, per `scenario.json` `overload` key.
+    overload_used: Mutex<HashMap<String, u64>>,
 }
 
 impl Fake {
@@ -50,6 +56,7 @@ impl Fake {
             dir,
             loaded: Mutex::new(HashSet::new()),
             active: Mutex::new(HashMap::new()),
+            overload_used: Mutex::new(HashMap::new()),
         })
     }
 
@@ -166,6 +173,57 @@ impl Conn {
         }
     }
 
+    /// A request's id, when `line` is one (what the real transport checks before queueing).
+    fn request_id(line: &[u8]) -> Option<(Value, Value)> {
+        let msg: Value = serde_json::from_slice(line).ok()?;
+        let id = msg.get("id")?;
+        (msg["method"].is_string() && (id.is_string() || id.is_i64()))
+            .then(|| (id.clone(), msg.clone()))
+    }
+
+    /// Answers a request that found the queue full with the real overload reply (recorded both
+    /// ways). Returns false when `line` is not a request (it must wait for room instead).
+    pub fn overloaded(&self, line: &[u8]) -> bool {
+        let Some((id, msg)) = Self::request_id(line) else {
+            return false;
+        };
+        self.fake
+            .record(json!({"dir": "in", "msg": msg, "overloaded": true}));
+        self.send(json!({"error": {"code": OVERLOADED, "message": OVERLOADED_MESSAGE}, "id": id}));
+        true
+    }
+
+    /// `scenario.json` `overload`: `{"method": n}` (or `"*"`) answers the first `n` requests of
+    /// that method in this process with the overload reply, so a client's retry path can be
+    /// tested deterministically. Returns whether `line` was answered so.
+    pub fn overload_scripted(&self, line: &[u8]) -> bool {
+        let sc = scenario(&self.fake.dir);
+        let Some(budget) = sc["overload"].as_object().filter(|b| !b.is_empty()) else {
+            return false;
+        };
+        let Some((_, msg)) = Self::request_id(line) else {
+            return false;
+        };
+        let method = msg["method"].as_str().unwrap_or_default();
+        let key = if budget.contains_key(method) {
+            method
+        } else {
+            "*"
+        };
+        let Some(limit) = budget.get(key).and_then(Value::as_u64) else {
+            return false;
+        };
+        {
+            let mut used = lock(&self.fake.overload_used);
+            let n = used.entry(key.to_string()).or_insert(0);
+            if *n >= limit {
+                return false;
+            }
+            *n += 1;
+        }
+        self.overloaded(line)
+    }
+
     /// One inbound line (without its newline).
     pub fn handle_line(self: &Arc<Self>, line: &[u8]) -> Next {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -240,6 +298,10 @@ impl Conn {
         if method != "initialize" {
             let sc = scenario(&self.fake.dir);
             if let Some(s) = sc["methods"].get(method) {
+                // A slow handler: holds the processor, as a busy real server does.
+                if let Some(ms) = s["delay_ms"].as_u64() {
+                    std::thread::sleep(Duration::from_millis(ms.min(60_000)));
+                }
                 if let Some(e) = s.get("error") {
                     let code = e["code"].as_i64().unwrap_or(-32600);
                     let message = e["message"].as_str().unwrap_or("scripted error");
