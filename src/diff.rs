@@ -15,6 +15,7 @@
 
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::path::Path;
 
 /// Notifications the real server emits from background tasks: their position against the turn's
 /// messages varies from run to run, so they are compared as a multiset, not by position.
@@ -86,10 +87,17 @@ impl Masker {
             match v {
                 Value::Object(m) => {
                     for (k, x) in m {
-                        if let (true, Some(s)) = (k == "codexHome" || k == "cwd", x.as_str()) {
-                            if let Some(root) = temp_root(s) {
-                                out.push(root);
+                        match (k.as_str(), x.as_str()) {
+                            // A run's files live beside its CODEX_HOME (the harness's layout),
+                            // or under the temp dir.
+                            ("codexHome", Some(s)) => {
+                                if let Some(parent) = Path::new(s).parent() {
+                                    out.push(parent.to_string_lossy().into_owned());
+                                }
+                                out.extend(temp_root(s));
                             }
+                            ("cwd", Some(s)) => out.extend(temp_root(s)),
+                            _ => {}
                         }
                         walk(x, out);
                     }
@@ -103,6 +111,7 @@ impl Masker {
         }
         self.roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
         self.roots.dedup();
+        self.roots.retain(|r| r.len() > 1);
     }
 
     fn string(&mut self, s: &str) -> String {

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod fake;
 pub mod fast;
 pub mod fuzz;
+pub mod harness;
 pub mod proxy;
 pub mod track;
 pub mod validate;

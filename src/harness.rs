@@ -1,0 +1,373 @@
+//! One client, two servers: drives a `codex app-server` — the fake, or the real binary behind
+//! `codex-wire scripted` — through a turn case, the same way each time, so that their
+//! transcripts can be compared under the one masking rule ([`crate::diff`]).
+//!
+//! A case is a `scenario.json` (the turns the model plays) plus what the client does: the texts
+//! it sends as turns, the decisions it gives approval requests, whether it interrupts, steers,
+//! restarts the server between turns, or compacts. Run layout under a root directory:
+//! `state/` (scenario.json, transcript.jsonl), `codex_home/config.toml`, `home/`, `work/` (cwd).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+/// A turn case: the model's script and the client's part.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Case {
+    pub name: String,
+    /// `scenario.json`: `{"turns": [{"steps": [...]}, ...]}` (the seed's format).
+    pub scenario: Value,
+    /// One turn per text.
+    #[serde(default = "default_inputs")]
+    pub inputs: Vec<String>,
+    /// Answers to approval requests, in order (then `accept`).
+    #[serde(default)]
+    pub decisions: Vec<String>,
+    /// Interrupt a turn once this notification method arrives in it.
+    #[serde(default)]
+    pub interrupt_on: Option<String>,
+    /// Steer a turn with this text once `steer_on` arrives.
+    #[serde(default)]
+    pub steer: Option<String>,
+    #[serde(default)]
+    pub steer_on: Option<String>,
+    /// Before turn N (0-based), end the server process and start a new one that resumes the
+    /// thread.
+    #[serde(default)]
+    pub restart_before_turn: Option<usize>,
+    /// After the turns, ask for a compaction and wait for it.
+    #[serde(default)]
+    pub compact: bool,
+    /// config.toml settings that change what the server sends.
+    #[serde(default = "default_model")]
+    pub model: String,
+    #[serde(default = "default_approval")]
+    pub approval_policy: String,
+    #[serde(default = "default_sandbox")]
+    pub sandbox_mode: String,
+    /// The provider's `stream_max_retries` (a dropped stream is retried this many times).
+    #[serde(default)]
+    pub stream_retries: u32,
+}
+
+fn default_inputs() -> Vec<String> {
+    vec!["hi".into()]
+}
+fn default_model() -> String {
+    "gpt-5.5".into()
+}
+fn default_approval() -> String {
+    "on-request".into()
+}
+fn default_sandbox() -> String {
+    "workspace-write".into()
+}
+
+/// The model provider id both servers are configured with.
+pub const PROVIDER: &str = "scripted";
+
+/// Which server plays the other side.
+pub enum Server<'a> {
+    /// `codex-wire fake` (this binary).
+    Fake { bin: &'a Path },
+    /// The real binary behind `codex-wire scripted` (the scripted model in front of it).
+    Real { bin: &'a Path, codex: &'a Path },
+}
+
+/// Where a run lives.
+pub struct Layout {
+    pub root: PathBuf,
+    pub state: PathBuf,
+    pub codex_home: PathBuf,
+    pub home: PathBuf,
+    pub work: PathBuf,
+}
+
+impl Layout {
+    pub fn new(root: &Path) -> std::io::Result<Layout> {
+        let l = Layout {
+            root: root.to_path_buf(),
+            state: root.join("state"),
+            codex_home: root.join("codex_home"),
+            home: root.join("home"),
+            work: root.join("work"),
+        };
+        for d in [&l.state, &l.codex_home, &l.home, &l.work] {
+            std::fs::create_dir_all(d)?;
+        }
+        Ok(l)
+    }
+
+    pub fn transcript(&self) -> PathBuf {
+        self.state.join("transcript.jsonl")
+    }
+}
+
+/// `CODEX_HOME/config.toml` for a case. The provider's `base_url` is set by `scripted`, which
+/// knows the model's port; the fake never connects.
+pub fn config_toml(case: &Case) -> String {
+    format!(
+        "model = {model:?}\nmodel_provider = {PROVIDER:?}\napproval_policy = {ap:?}\n\
+         sandbox_mode = {sm:?}\n\n[model_providers.{PROVIDER}]\nname = {PROVIDER:?}\n\
+         base_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\n\
+         request_max_retries = 0\nstream_max_retries = {sr}\n",
+        model = case.model,
+        ap = case.approval_policy,
+        sm = case.sandbox_mode,
+        sr = case.stream_retries,
+    )
+}
+
+/// A running server and the client's view of it.
+struct Peer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Value>,
+    next_id: i64,
+}
+
+impl Peer {
+    fn spawn(server: &Server, l: &Layout) -> Result<Peer, String> {
+        let mut cmd = match server {
+            Server::Fake { bin } => {
+                let mut c = Command::new(bin);
+                c.arg("fake")
+                    .arg("--state-dir")
+                    .arg(&l.state)
+                    .arg("app-server");
+                c
+            }
+            Server::Real { bin, codex } => {
+                let mut c = Command::new(bin);
+                c.arg("scripted")
+                    .arg("--state-dir")
+                    .arg(&l.state)
+                    .arg("--")
+                    .arg(codex)
+                    .arg("app-server");
+                c
+            }
+        };
+        // Only what the case sets: no credentials or settings of the machine leak in.
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("CODEX") || k.starts_with("OPENAI") || k == "RUST_LOG" {
+                cmd.env_remove(&k);
+            }
+        }
+        let mut child = cmd
+            .env("HOME", &l.home)
+            .env("CODEX_HOME", &l.codex_home)
+            .current_dir(&l.work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the server: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Ok(Peer {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            next_id: 0,
+        })
+    }
+
+    fn send(&mut self, msg: &Value) -> Result<(), String> {
+        let w = self.stdin.as_mut().ok_or("stdin closed")?;
+        writeln!(w, "{msg}")
+            .and_then(|_| w.flush())
+            .map_err(|e| format!("write: {e}"))
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Result<i64, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"id": id, "method": method, "params": params}))?;
+        Ok(id)
+    }
+
+    fn close(mut self) {
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The client's state across a case.
+struct Client<'a> {
+    case: &'a Case,
+    decisions: std::collections::VecDeque<String>,
+    thread: Option<String>,
+}
+
+/// How long any one wait may take before the run is declared stuck.
+const WAIT: Duration = Duration::from_secs(60);
+/// Late notifications are collected this long after the last turn.
+const GRACE: Duration = Duration::from_millis(500);
+
+impl Client<'_> {
+    /// Reads until `done(msg)`, answering server requests and running the case's interrupt
+    /// and steer triggers.
+    fn pump(
+        &mut self,
+        p: &mut Peer,
+        done: &mut dyn FnMut(&Value) -> bool,
+    ) -> Result<Value, String> {
+        let deadline = Instant::now() + WAIT;
+        let mut turn: Option<String> = None;
+        let (mut interrupted, mut steered) = (false, false);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg =
+                p.rx.recv_timeout(left)
+                    .map_err(|_| "the server went quiet".to_string())?;
+            let method = msg["method"].as_str().unwrap_or_default().to_string();
+            if msg.get("id").is_some() && !method.is_empty() {
+                let result = if method.ends_with("requestApproval") {
+                    let d = self
+                        .decisions
+                        .pop_front()
+                        .unwrap_or_else(|| "accept".into());
+                    json!({"decision": d})
+                } else {
+                    json!({})
+                };
+                p.send(&json!({"id": msg["id"], "result": result}))?;
+            }
+            if method == "turn/started" {
+                turn = msg["params"]["turn"]["id"].as_str().map(str::to_string);
+            }
+            let thread = self.thread.clone().unwrap_or_default();
+            if let (Some(on), Some(t), false) = (&self.case.interrupt_on, &turn, interrupted) {
+                if &method == on {
+                    interrupted = true;
+                    p.request("turn/interrupt", json!({"threadId": thread, "turnId": t}))?;
+                }
+            }
+            if let (Some(on), Some(text), Some(t), false) =
+                (&self.case.steer_on, &self.case.steer, &turn, steered)
+            {
+                if &method == on {
+                    steered = true;
+                    p.request(
+                        "turn/steer",
+                        json!({"threadId": thread, "expectedTurnId": t,
+                               "input": [{"type": "text", "text": text}]}),
+                    )?;
+                }
+            }
+            if done(&msg) {
+                return Ok(msg);
+            }
+        }
+    }
+
+    fn response(&mut self, p: &mut Peer, id: i64) -> Result<Value, String> {
+        self.pump(p, &mut |m| {
+            m["id"] == json!(id) && m.get("method").is_none()
+        })
+    }
+
+    fn initialize(&mut self, p: &mut Peer) -> Result<(), String> {
+        let id = p.request(
+            "initialize",
+            json!({"clientInfo": {"name": "codex-wire-harness", "title": null, "version": "1"},
+                   "capabilities": {"experimentalApi": true}}),
+        )?;
+        self.response(p, id)?;
+        p.send(&json!({"method": "initialized"}))
+    }
+}
+
+/// Runs `case` against `server` under `root` (created fresh); returns the transcript's path.
+pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String> {
+    let _ = std::fs::remove_dir_all(root);
+    let l = Layout::new(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let io = |e: std::io::Error| e.to_string();
+    std::fs::write(l.state.join("scenario.json"), case.scenario.to_string()).map_err(io)?;
+    std::fs::write(l.codex_home.join("config.toml"), config_toml(case)).map_err(io)?;
+    let mut c = Client {
+        case,
+        decisions: case.decisions.iter().cloned().collect(),
+        thread: None,
+    };
+    let mut p = Peer::spawn(server, &l)?;
+    let result = (|| -> Result<(), String> {
+        c.initialize(&mut p)?;
+        let id = p.request("thread/start", json!({"cwd": l.work}))?;
+        let r = c.response(&mut p, id)?;
+        c.thread = r["result"]["thread"]["id"].as_str().map(str::to_string);
+        let thread = c
+            .thread
+            .clone()
+            .ok_or_else(|| format!("thread/start failed: {r}"))?;
+        for (n, text) in case.inputs.iter().enumerate() {
+            if case.restart_before_turn == Some(n) {
+                std::thread::sleep(GRACE);
+                std::mem::replace(&mut p, Peer::spawn(server, &l)?).close();
+                c.initialize(&mut p)?;
+                let id = p.request(
+                    "thread/resume",
+                    json!({"threadId": thread, "excludeTurns": true}),
+                )?;
+                c.response(&mut p, id)?;
+            }
+            p.request(
+                "turn/start",
+                json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
+            )?;
+            c.pump(&mut p, &mut |m| m["method"] == "turn/completed")?;
+        }
+        if case.compact {
+            p.request("thread/compact/start", json!({"threadId": thread}))?;
+            c.pump(&mut p, &mut |m| m["method"] == "turn/completed")?;
+        }
+        // Late notifications, then a clean end of input.
+        let end = Instant::now() + GRACE;
+        while let Ok(m) =
+            p.rx.recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            drop(m);
+        }
+        Ok(())
+    })();
+    p.close();
+    result.map(|()| l.transcript())
+}
+
+/// The cases of a corpus directory (`*.case.json`), sorted by name.
+pub fn load_cases(dir: &Path) -> Result<Vec<Case>, String> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.to_string_lossy().ends_with(".case.json") {
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            out.push(serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+    }
+    out.sort_by(|a: &Case, b: &Case| a.name.cmp(&b.name));
+    Ok(out)
+}
