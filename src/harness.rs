@@ -27,7 +27,7 @@ pub struct Case {
     /// Answers to approval requests, in order (then `accept`).
     #[serde(default)]
     pub decisions: Vec<String>,
-    /// Interrupt a turn once this notification method arrives in it.
+    /// Interrupt a turn once this notification arrives in it (`method` or `method:itemType`).
     #[serde(default)]
     pub interrupt_on: Option<String>,
     /// Steer a turn with this text once `steer_on` arrives.
@@ -261,7 +261,7 @@ impl Client<'_> {
             }
             let thread = self.thread.clone().unwrap_or_default();
             if let (Some(on), Some(t), false) = (&self.case.interrupt_on, &turn, interrupted) {
-                if &method == on {
+                if matches_trigger(on, &msg) {
                     interrupted = true;
                     p.request("turn/interrupt", json!({"threadId": thread, "turnId": t}))?;
                 }
@@ -269,7 +269,7 @@ impl Client<'_> {
             if let (Some(on), Some(text), Some(t), false) =
                 (&self.case.steer_on, &self.case.steer, &turn, steered)
             {
-                if &method == on {
+                if matches_trigger(on, &msg) {
                     steered = true;
                     p.request(
                         "turn/steer",
@@ -299,6 +299,15 @@ impl Client<'_> {
         self.response(p, id)?;
         p.send(&json!({"method": "initialized"}))
     }
+}
+
+/// `method` or `method:itemType` (e.g. `item/completed:agentMessage`).
+fn matches_trigger(trigger: &str, msg: &Value) -> bool {
+    let (method, item) = match trigger.split_once(':') {
+        Some((m, i)) => (m, Some(i)),
+        None => (trigger, None),
+    };
+    msg["method"] == method && item.is_none_or(|i| msg["params"]["item"]["type"] == i)
 }
 
 /// Runs `case` against `server` under `root` (created fresh); returns the transcript's path.
