@@ -6,11 +6,15 @@ use codex_wire::Session;
 use serde_json::Value;
 
 fn session() -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/corpus/real_session.jsonl"
-    ))
-    .unwrap();
+    read_session("real_session.jsonl")
+}
+
+/// `real_session_turn.jsonl`: 0.171.0 again, wider: ~30 methods, a thread forked, resumed and
+/// read with its turns, and a turn whose model request fails offline (turn and item
+/// notifications, error notifications).
+fn read_session(name: &str) -> Vec<(String, String)> {
+    let path = format!("{}/tests/corpus/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
     text.lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
@@ -35,13 +39,27 @@ fn replay(lines: &[(String, String)]) -> Vec<codex_wire::Verdict> {
 
 #[test]
 fn the_real_servers_own_messages_are_valid() {
-    let lines = session();
+    for name in ["real_session.jsonl", "real_session_turn.jsonl"] {
+        real_session_is_valid(name);
+    }
+}
+
+fn real_session_is_valid(name: &str) {
+    let lines = read_session(name);
     let verdicts = replay(&lines);
     let mut results = 0;
     for ((dir, line), v) in lines.iter().zip(&verdicts) {
-        assert!(v.violation.is_none(), "{dir} {line}: {:?}", v.violation);
+        assert!(
+            v.violation.is_none(),
+            "{name}: {dir} {line}: {:?}",
+            v.violation
+        );
         // The real server writes every always-sent key: no `missing` is a false alarm.
-        assert!(v.missing.is_empty(), "{dir} {line}: {:?}", v.missing);
+        assert!(
+            v.missing.is_empty(),
+            "{name}: {dir} {line}: {:?}",
+            v.missing
+        );
         if dir == "out" && v.reply_to.is_some() {
             results += 1;
         }
