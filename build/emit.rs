@@ -148,6 +148,27 @@ impl Emitter<'_> {
             .collect()
     }
 
+    /// On a server walk: report the always-sent fields `m` lacks. Serde accepts their absence
+    /// (an `Option`, a default) where a required one would already have failed, so this is the
+    /// only trace of a writer that drifted from the real server.
+    fn sent_fields(&self, fields: &[Field]) -> TokenStream {
+        let sent: Vec<&String> = fields
+            .iter()
+            .filter(|f| f.sent && !f.flatten)
+            .map(|f| &f.json)
+            .collect();
+        if sent.is_empty() {
+            return quote!();
+        }
+        quote! {
+            if p.wants_missing() {
+                for k in [#(#sent),*] {
+                    if !m.contains_key(k) { p.missing(k); }
+                }
+            }
+        }
+    }
+
     /// Body of `Track::flat`: claim this field set's keys in `m`, track their values.
     fn claim_fields(&self, fields: &[Field]) -> TokenStream {
         let arms: Vec<TokenStream> = fields
@@ -177,7 +198,8 @@ impl Emitter<'_> {
                 }
             }
         };
-        quote! { #walk #(#flats)* }
+        let sent = self.sent_fields(fields);
+        quote! { #walk #(#flats)* #sent }
     }
 
     /// Body of `Track::track` for an object with this field set.
@@ -215,6 +237,7 @@ impl Emitter<'_> {
                 quote!(#json => { p.key(k); <#ty as Track>::track(v, p, out); p.pop(); })
             })
             .collect();
+        let sent = self.sent_fields(fields);
         quote! {
             match v {
                 serde_json::Value::Object(m) => {
@@ -224,6 +247,7 @@ impl Emitter<'_> {
                             _ => out.push(p.child(k)),
                         }
                     }
+                    #sent
                 }
                 serde_json::Value::Array(a) => { #(#positional)* }
                 _ => {}
@@ -509,7 +533,7 @@ pub fn emit(m: &Model) -> String {
             .iter()
             .map(|(method, t)| {
                 let ty = e.path_of(*t);
-                quote!(#method => Some(check::<#ty>(v)))
+                quote!(#method => Some(check::<#ty>(v, p)))
             })
             .collect()
     };
@@ -562,23 +586,31 @@ pub fn emit(m: &Model) -> String {
         pub const SERVER_REQUEST_METHODS: &[&str] = &[#(#resp_methods),*];
 
         /// A `result` checked against `T`: the ignored paths, or the deserialization error.
-        fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value) -> Result<Vec<String>, String> {
+        /// `p` is the message root (a server walk also collects absent always-sent keys there).
+        fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value, p: &mut JsonPath) -> Result<Vec<String>, String> {
             T::deserialize(v).map_err(|e| e.to_string())?;
-            let mut p = JsonPath::root();
             p.key("result");
             let mut out = Vec::new();
-            T::track(v, &mut p, &mut out);
+            T::track(v, p, &mut out);
+            p.pop();
             Ok(out)
         }
 
         /// Checks a client's `result` for a server request of `method`. `None` for an unknown
         /// method.
         pub fn check_response(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
+            let p = &mut JsonPath::root();
             match method { #(#resp_arms,)* _ => None }
         }
 
         /// Checks the server's `result` for a client request of `method` (schema drift).
         pub fn check_result(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
+            check_result_at(method, v, &mut JsonPath::root())
+        }
+
+        /// [`check_result`] walked from `p`: with [`JsonPath::server`], `p` also collects the
+        /// always-sent keys the result lacks.
+        pub fn check_result_at(method: &str, v: &serde_json::Value, p: &mut JsonPath) -> Option<Result<Vec<String>, String>> {
             match method { #(#result_arms,)* _ => None }
         }
         #fast_entries

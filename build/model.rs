@@ -32,6 +32,9 @@ pub struct Field {
     pub ty: Ty,
     pub presence: Presence,
     pub flatten: bool,
+    /// The real server always writes this key (TS `x: T | null`, not `x?: T`). Only known when
+    /// the TS literal of the type was found; `false` otherwise.
+    pub sent: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -213,6 +216,9 @@ struct Facts {
     /// Pointers of `Option` fields that are `#[serde(default)]` although the schema shows no
     /// default (double options: absent and null differ).
     default_fields: HashSet<String>,
+    /// Pointers of fields the server leaves out when `None` (`skip_serializing_if`) although
+    /// the TS says `x: T | null`: not always sent.
+    omitted_fields: HashSet<String>,
     /// pointer → the full variant name list of a unit enum (hidden variants and aliases included).
     variants: HashMap<String, Vec<String>>,
     /// Enum variants that need the experimentalApi capability: (type key, variant, reason).
@@ -294,6 +300,7 @@ impl Facts {
                 .collect(),
             path_fields: str_list(merged.get("path_fields")).collect(),
             default_fields: str_list(merged.get("default_fields")).collect(),
+            omitted_fields: str_list(merged.get("omitted_fields")).collect(),
             variants: obj_of(merged.get("variants"))
                 .into_iter()
                 .filter_map(|(k, v)| {
@@ -424,10 +431,15 @@ impl<'a> Builder<'a> {
     }
 
     /// Declaration order of an object's keys and their TS `?` marks, from the TS object
-    /// literal with the same key set: first in the type's own file, else anywhere.
-    fn order_fields(&self, key: &str, names: Vec<String>) -> (Vec<String>, HashSet<String>) {
+    /// literal with the same key set: first in the type's own file, else anywhere. `None` for
+    /// the marks when no literal matched (nothing is known about them then).
+    fn order_fields(
+        &self,
+        key: &str,
+        names: Vec<String>,
+    ) -> (Vec<String>, Option<HashSet<String>>) {
         let want: HashSet<&str> = names.iter().map(String::as_str).collect();
-        let matches = |o: &Value, slack: usize| -> Option<(Vec<String>, HashSet<String>)> {
+        let matches = |o: &Value, slack: usize| -> Option<(Vec<String>, Option<HashSet<String>>)> {
             let keys = o.as_array()?;
             let ks: Vec<(String, bool)> = keys
                 .iter()
@@ -453,7 +465,7 @@ impl<'a> Builder<'a> {
                 .map(|(k, _)| k)
                 .filter(|k| want.contains(k.as_str()))
                 .collect();
-            Some((order, optional))
+            Some((order, Some(optional)))
         };
         let own = self
             .ts_of(key)
@@ -478,7 +490,7 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        (names, HashSet::new())
+        (names, None)
     }
 
     /// Declaration order of some fields of a type: the first TS object literal of the type's
@@ -645,6 +657,7 @@ impl<'a> Builder<'a> {
                 ty: Ty::Named(fi),
                 presence: Presence::Required,
                 flatten: true,
+                sent: false,
             });
             return Ok(Kind::Struct { fields, deny });
         }
@@ -820,7 +833,7 @@ impl<'a> Builder<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let (names, _ts_optional) = self.order_fields(ts_key, props.keys().cloned().collect());
+        let (names, ts_optional) = self.order_fields(ts_key, props.keys().cloned().collect());
         let mut fields = Vec::new();
         for json in names {
             let fs = &props[&json];
@@ -843,11 +856,14 @@ impl<'a> Builder<'a> {
             } else {
                 Presence::Default
             };
+            let sent = ts_optional.as_ref().is_some_and(|o| !o.contains(&json))
+                && !self.facts.omitted_fields.contains(&fptr);
             fields.push(Field {
                 presence,
                 json,
                 ty,
                 flatten: false,
+                sent,
             });
         }
         // Flattened untagged union of alternative key sets (e.g. an image's url | fileId).
@@ -866,6 +882,7 @@ impl<'a> Builder<'a> {
                 ty,
                 presence: Presence::Required,
                 flatten: true,
+                sent: false,
             });
         }
         if self.facts.map_only.contains(ptr) {
@@ -875,6 +892,7 @@ impl<'a> Builder<'a> {
                 ty: Ty::Custom("MapOnly".into()),
                 presence: Presence::Required,
                 flatten: true,
+                sent: false,
             });
         }
         let mut deny = s.get("additionalProperties") == Some(&Value::Bool(false));
@@ -889,6 +907,7 @@ impl<'a> Builder<'a> {
                 ty: Ty::Map(Box::new(ty)),
                 presence: Presence::Required,
                 flatten: true,
+                sent: false,
             });
         }
         Ok((fields, deny))

@@ -93,6 +93,10 @@ pub struct Verdict {
     /// A client response that does not deserialize into its type: the server logs it and
     /// treats it as a failure, and the client never hears of it.
     pub violation: Option<String>,
+    /// Server direction only: paths of keys the real server always writes (TS `x: T | null`)
+    /// that the message lacks. Serde accepts their absence, so a fake that drifted from the
+    /// real server shows only here. Always empty for client lines (a client may omit them).
+    pub missing: Vec<String>,
 }
 
 impl Verdict {
@@ -105,6 +109,7 @@ impl Verdict {
             ignored: Vec::new(),
             reply_to: None,
             violation: None,
+            missing: Vec::new(),
         }
     }
 
@@ -596,7 +601,7 @@ impl Session {
             .get("method")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let mut root = JsonPath::root();
+        let mut root = JsonPath::server();
         let check = |r: Result<Vec<String>, String>, v: &mut Verdict| match r {
             Ok(paths) => v.ignored = paths,
             Err(e) => v.violation = Some(e),
@@ -628,7 +633,7 @@ impl Session {
             (Some(id), None) if obj.contains_key("result") => {
                 v.kind = Kind::Response;
                 if let Some(m) = self.awaiting.remove(&IdKey::of(id)) {
-                    if let Some(r) = protocol::check_result(&m, &obj["result"]) {
+                    if let Some(r) = protocol::check_result_at(&m, &obj["result"], &mut root) {
                         check(r, &mut v);
                     }
                     v.reply_to = Some(m.into_owned());
@@ -648,6 +653,7 @@ impl Session {
         }
         v.id = id;
         v.method = method;
+        v.missing = root.take_missing();
         v
     }
 }

@@ -289,7 +289,8 @@ impl Analyzer {
 
 /// A transcript entry in the seed's format. A JSON line is embedded verbatim as `msg`, so a
 /// reader gets the exact bytes back; anything else is `raw` (or `hex` when not UTF-8). The
-/// engine's view is recorded with the seed's keys (`violation`, `ignored`, `reply_to`).
+/// engine's view is recorded with the seed's keys (`violation`, `ignored`, `reply_to`), plus
+/// `missing`.
 fn write_entry(
     t: &mut impl Write,
     pid: i32,
@@ -333,6 +334,9 @@ fn write_entry(
     }
     if !v.ignored.is_empty() {
         write!(t, ",\"ignored\":{}", serde_json::json!(v.ignored))?;
+    }
+    if !v.missing.is_empty() {
+        write!(t, ",\"missing\":{}", serde_json::json!(v.missing))?;
     }
     if let Some(m) = &v.reply_to {
         write!(t, ",\"reply_to\":{}", serde_json::Value::from(m.as_str()))?;

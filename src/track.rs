@@ -7,10 +7,17 @@
 use serde_json::{Map, Value};
 
 /// A JSON path being walked, rendered like `$.params.input[0].extra`.
+///
+/// A server-direction walk ([`JsonPath::server`]) also collects the always-sent keys it finds
+/// absent: the walk already visits every object with its type's fields at hand, and the
+/// client direction (hot path) pays one `None` check per object.
 #[derive(Debug, Default)]
 pub struct JsonPath {
     buf: String,
     marks: Vec<usize>,
+    /// Paths of keys the real server always writes (TS `x: T | null`) that the object lacks;
+    /// `None` on a client walk, where a client may leave them out.
+    missing: Option<Vec<String>>,
 }
 
 impl JsonPath {
@@ -18,7 +25,37 @@ impl JsonPath {
         JsonPath {
             buf: "$".to_string(),
             marks: Vec::new(),
+            missing: None,
         }
+    }
+
+    /// The root of a walk over a message the server wrote (collects absent always-sent keys).
+    pub fn server() -> Self {
+        JsonPath {
+            missing: Some(Vec::new()),
+            ..Self::root()
+        }
+    }
+
+    /// Whether absent always-sent keys are collected (generated code skips the lookups if not).
+    pub fn wants_missing(&self) -> bool {
+        self.missing.is_some()
+    }
+
+    /// Records that child key `k`, always sent by the real server, is absent.
+    pub fn missing(&mut self, k: &str) {
+        let path = self.child(k);
+        if let Some(m) = &mut self.missing {
+            m.push(path);
+        }
+    }
+
+    /// The absent always-sent keys collected so far.
+    pub fn take_missing(&mut self) -> Vec<String> {
+        self.missing
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     pub fn key(&mut self, k: &str) {

@@ -6,11 +6,15 @@ use codex_wire::Session;
 use serde_json::Value;
 
 fn session() -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/corpus/real_session.jsonl"
-    ))
-    .unwrap();
+    read_session("real_session.jsonl")
+}
+
+/// `real_session_turn.jsonl`: 0.171.0 again, wider: ~30 methods, a thread forked, resumed and
+/// read with its turns, and a turn whose model request fails offline (turn and item
+/// notifications, error notifications).
+fn read_session(name: &str) -> Vec<(String, String)> {
+    let path = format!("{}/tests/corpus/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
     text.lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
@@ -35,11 +39,27 @@ fn replay(lines: &[(String, String)]) -> Vec<codex_wire::Verdict> {
 
 #[test]
 fn the_real_servers_own_messages_are_valid() {
-    let lines = session();
+    for name in ["real_session.jsonl", "real_session_turn.jsonl"] {
+        real_session_is_valid(name);
+    }
+}
+
+fn real_session_is_valid(name: &str) {
+    let lines = read_session(name);
     let verdicts = replay(&lines);
     let mut results = 0;
     for ((dir, line), v) in lines.iter().zip(&verdicts) {
-        assert!(v.violation.is_none(), "{dir} {line}: {:?}", v.violation);
+        assert!(
+            v.violation.is_none(),
+            "{name}: {dir} {line}: {:?}",
+            v.violation
+        );
+        // The real server writes every always-sent key: no `missing` is a false alarm.
+        assert!(
+            v.missing.is_empty(),
+            "{name}: {dir} {line}: {:?}",
+            v.missing
+        );
         if dir == "out" && v.reply_to.is_some() {
             results += 1;
         }
@@ -91,4 +111,66 @@ fn tampered_server_messages_are_reported() {
         started.ignored,
         vec!["$.params.thread.surprise".to_string()]
     );
+}
+
+/// A key the real server always writes (TS `x: T | null`) but that deserializes when absent is
+/// reported as `missing`, with its path; nothing else about the line changes.
+#[test]
+fn absent_always_sent_keys_are_reported() {
+    let mut lines = session();
+    for (dir, line) in lines.iter_mut() {
+        if dir != "out" {
+            continue;
+        }
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if v["method"] == "thread/started" {
+            v["params"]["thread"]
+                .as_object_mut()
+                .unwrap()
+                .remove("name");
+        }
+        if v.get("id") == Some(&Value::from(1)) {
+            // thread/start result.
+            v["result"]["thread"]
+                .as_object_mut()
+                .unwrap()
+                .remove("gitInfo");
+        }
+        *line = v.to_string();
+    }
+    // Through an internally tagged enum (`ThreadItem`, tag `type`): `phase` is always sent.
+    lines.push((
+        "out".into(),
+        r#"{"method":"item/started","params":{"item":{"type":"agentMessage","id":"i","text":"hi","moderation":null,"memoryCitation":null,"delivery":null,"questions":null},"threadId":"t","turnId":"u","startedAtMs":1}}"#.into(),
+    ));
+    let verdicts = replay(&lines);
+    let missing: Vec<(&str, &[String])> = lines
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| !v.missing.is_empty())
+        .map(|((_, l), v)| (&l[..40], &v.missing[..]))
+        .collect();
+    assert_eq!(missing.len(), 3, "{missing:#?}");
+    assert!(verdicts.iter().all(|v| v.violation.is_none()));
+    let find = |needle: &str| {
+        let i = lines.iter().position(|(_, l)| l.contains(needle)).unwrap();
+        verdicts[i].missing.clone()
+    };
+    assert_eq!(
+        find(r#""method":"thread/started""#),
+        ["$.params.thread.name"]
+    );
+    assert_eq!(find(r#"{"id":1,"result""#), ["$.result.thread.gitInfo"]);
+    assert_eq!(find(r#""method":"item/started""#), ["$.params.item.phase"]);
+}
+
+/// The client direction never reports `missing`: a client may leave such keys out.
+#[test]
+fn client_lines_never_report_missing() {
+    let mut s = Session::new();
+    for (dir, line) in session() {
+        if dir == "in" {
+            assert!(s.feed(line.as_bytes()).missing.is_empty());
+        }
+    }
 }

@@ -290,3 +290,65 @@ fn arbitrary_bytes_never_crash_it() {
         }
     }
 }
+
+/// A server line lacking a key the real server always sends (`x: T | null` in its TS) is a
+/// finding of its own: `missing` in JSON, a warning in human output, a column in the summary.
+#[test]
+fn an_absent_always_sent_key_is_reported() {
+    let real = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/real_session.jsonl"
+    ))
+    .unwrap();
+    let mut transcript = String::new();
+    for entry in real.lines() {
+        let e: Value = serde_json::from_str(entry).unwrap();
+        let mut msg: Value = serde_json::from_str(e["line"].as_str().unwrap()).unwrap();
+        // initialize and thread/start (ids 0 and 1) with their results, and thread/started.
+        let keep = msg["id"] == 0 || msg["id"] == 1 || msg["method"] == "thread/started";
+        if !keep {
+            continue;
+        }
+        if msg["method"] == "thread/started" {
+            msg["params"]["thread"]
+                .as_object_mut()
+                .unwrap()
+                .remove("name");
+        }
+        let entry = serde_json::json!({"pid": 1, "dir": e["dir"], "msg": msg});
+        transcript.push_str(&format!("{entry}\n"));
+    }
+    let out = validate_stdin(&["--format", "json"], transcript.as_bytes());
+    assert_eq!(out.status.code(), Some(1));
+    let r = records(&out);
+    assert_eq!(r.len(), 5, "{r:#?}");
+    let started = r.iter().find(|x| x["method"] == "thread/started").unwrap();
+    assert_eq!(
+        started["missing"],
+        serde_json::json!(["$.params.thread.name"])
+    );
+    // Every server record carries the key; client records do not.
+    assert!(r
+        .iter()
+        .all(|x| (x["dir"] == "out") == x.get("missing").is_some()));
+
+    let out = validate_stdin(&["--format", "human"], transcript.as_bytes());
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "warning: server notification thread/started: `$.params.thread.name` is always \
+             sent by the real server but missing"
+        ),
+        "{text}"
+    );
+    let header = text.lines().find(|l| l.starts_with("dir ")).unwrap();
+    assert!(header.contains("missing"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("out  notification"))
+        .unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // dir kind lines findings errors violations ignored missing silent closes
+    assert_eq!(cols[7], "1", "{text}");
+}

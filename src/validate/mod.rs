@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 /// each server line is what the schema says.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit: 0 clean, 1 findings (an error reply, a violation or an ignored \
-field), 2 usage or I/O error."
+    after_help = "Exit: 0 clean, 1 findings (an error reply, a violation, an ignored field \
+or a missing always-sent field), 2 usage or I/O error."
 )]
 pub struct Cli {
     /// Output (default: human on a terminal, json otherwise)

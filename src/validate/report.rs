@@ -31,6 +31,8 @@ pub struct Row {
     pub errors: u64,
     pub violations: u64,
     pub ignored: u64,
+    /// Server lines lacking a key the real server always sends.
+    pub missing: u64,
     pub allowed: u64,
     pub silent: u64,
     pub closes: u64,
@@ -63,6 +65,7 @@ impl Stats {
             m.errors += r.errors;
             m.violations += r.violations;
             m.ignored += r.ignored;
+            m.missing += r.missing;
             m.allowed += r.allowed;
             m.silent += r.silent;
             m.closes += r.closes;
@@ -94,11 +97,13 @@ pub struct Record<'a> {
 
 /// Whether a verdict is worth a client author's attention.
 /// Keys a server sends beyond the schema are counted but are not findings: the schema allows
-/// them, and the client cannot act on them.
+/// them, and the client cannot act on them. Keys it lacks that the real server always sends
+/// are: a client written against the real server may rely on them.
 pub fn is_finding(dir: Dir, v: &Verdict) -> bool {
     v.error().is_some()
         || v.violation.is_some()
         || (dir == Dir::In && !v.ignored.is_empty())
+        || !v.missing.is_empty()
         || v.kind == Kind::Unparsed
         || v.outcome == Outcome::Close
 }
@@ -140,6 +145,7 @@ impl Style {
         row.errors += v.error().is_some() as u64;
         row.violations += v.violation.is_some() as u64;
         row.ignored += !v.ignored.is_empty() as u64;
+        row.missing += !v.missing.is_empty() as u64;
         row.allowed += (before - v.ignored.len()) as u64;
         row.silent += (rec.dir == Dir::In && v.kind == Kind::Unparsed) as u64;
         row.closes += (v.outcome == Outcome::Close) as u64;
@@ -243,6 +249,21 @@ impl Style {
                 self.color,
             );
         }
+        // An absent key has no span of its own: point at the object that lacks it.
+        for p in &v.missing {
+            let _ = writeln!(
+                out,
+                "{at}: {warn}: {what}: `{p}` is always sent by the real server but missing"
+            );
+            let parent = p.rfind(['.', '[']).map_or("$", |i| &p[..i]);
+            quote(
+                out,
+                rec.line,
+                rec.text,
+                locate::path(rec.text, parent),
+                self.color,
+            );
+        }
     }
 }
 
@@ -275,7 +296,7 @@ fn method_label(v: &Verdict) -> String {
 }
 
 /// The `--format json` record: `line, dir, kind, id, method, [replyTo], error, [violation],
-/// ignored, closes` (and `pid` in transcripts).
+/// ignored, [missing], closes` (`missing` on server lines, `pid` in transcripts).
 fn json(rec: &Record, out: &mut Vec<u8>) {
     let v = &rec.verdict;
     let _ = write!(
@@ -310,6 +331,10 @@ fn json(rec: &Record, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(b",\"ignored\":");
     write_json(out, &v.ignored);
+    if rec.dir == Dir::Out {
+        out.extend_from_slice(b",\"missing\":");
+        write_json(out, &v.missing);
+    }
     let _ = writeln!(out, ",\"closes\":{}}}", v.outcome == Outcome::Close);
 }
 
@@ -366,14 +391,23 @@ fn quote(out: &mut Vec<u8>, line: u64, text: &[u8], span: Option<(usize, usize)>
 pub fn summary(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "\n{:<4} {:<13} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>7}",
-        "dir", "kind", "lines", "findings", "errors", "violations", "ignored", "silent", "closes"
+        "\n{:<4} {:<13} {:>10} {:>9} {:>8} {:>10} {:>8} {:>8} {:>7} {:>7}",
+        "dir",
+        "kind",
+        "lines",
+        "findings",
+        "errors",
+        "violations",
+        "ignored",
+        "missing",
+        "silent",
+        "closes"
     )?;
     let mut total = Row::default();
     for ((dir, kind), r) in &stats.rows {
         writeln!(
             out,
-            "{:<4} {:<13} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>7}",
+            "{:<4} {:<13} {:>10} {:>9} {:>8} {:>10} {:>8} {:>8} {:>7} {:>7}",
             dir.as_str(),
             kind,
             r.lines,
@@ -381,6 +415,7 @@ pub fn summary(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             r.errors,
             r.violations,
             r.ignored,
+            r.missing,
             r.silent,
             r.closes
         )?;
@@ -389,19 +424,21 @@ pub fn summary(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         total.errors += r.errors;
         total.violations += r.violations;
         total.ignored += r.ignored;
+        total.missing += r.missing;
         total.allowed += r.allowed;
         total.silent += r.silent;
         total.closes += r.closes;
     }
     writeln!(
         out,
-        "{:<18} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>7}",
+        "{:<18} {:>10} {:>9} {:>8} {:>10} {:>8} {:>8} {:>7} {:>7}",
         "total",
         total.lines,
         total.findings,
         total.errors,
         total.violations,
         total.ignored,
+        total.missing,
         total.silent,
         total.closes
     )?;
