@@ -19,11 +19,7 @@ use std::path::Path;
 
 /// Notifications the real server emits from background tasks: their position against the turn's
 /// messages varies from run to run, so they are compared as a multiset, not by position.
-pub const FLOATING: &[&str] = &[
-    "remoteControl/status/changed",
-    "configWarning",
-    "account/rateLimits/updated",
-];
+pub const FLOATING: &[&str] = &["remoteControl/status/changed", "configWarning"];
 
 /// Keys whose numeric values are clock readings or durations.
 const TIME_KEYS: &[&str] = &[
@@ -149,7 +145,10 @@ impl Masker {
     fn value(&mut self, key: Option<&str>, v: &Value) -> Value {
         match v {
             Value::Number(_) if key.is_some_and(|k| TIME_KEYS.contains(&k)) => "<time>".into(),
-            Value::Number(_) if key.is_some_and(|k| PID_KEYS.contains(&k)) => "<pid>".into(),
+            // Process ids are numbers in some messages, strings in others.
+            Value::Number(_) | Value::String(_) if key.is_some_and(|k| PID_KEYS.contains(&k)) => {
+                "<pid>".into()
+            }
             Value::String(s) => Value::String(self.string(s)),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(None, x)).collect()),
             Value::Object(m) => {
@@ -258,8 +257,15 @@ pub fn compare(a: &[Entry], b: &[Entry]) -> Result<(), Mismatch> {
         float.sort();
         (pos, float)
     };
-    let (pa, mut fa) = split(a);
-    let (pb, mut fb) = split(b);
+    // Each direction on its own: server lines against server lines, client against client.
+    let by_dir = |t: &[Entry]| -> Vec<Entry> {
+        let mut v: Vec<Entry> = t.iter().filter(|e| e.dir == "out").cloned().collect();
+        v.extend(t.iter().filter(|e| e.dir != "out").cloned());
+        v
+    };
+    let (a, b) = (by_dir(a), by_dir(b));
+    let (pa, mut fa) = split(&a);
+    let (pb, mut fb) = split(&b);
     for i in 0..pa.len().max(pb.len()) {
         let (x, y) = (pa.get(i), pb.get(i));
         if x != y {

@@ -4,6 +4,7 @@
 //! handlers answer is scripted by `scenario.json` in the state dir (see `docs/fake.md`).
 
 mod cli;
+pub mod config;
 pub mod defaults;
 mod listen;
 mod server;

@@ -35,6 +35,8 @@ pub struct Fake {
     pub cwd: PathBuf,
     /// `$CODEX_HOME` as the real server reports and resolves against it (else the state dir).
     pub codex_home: PathBuf,
+    /// What config.toml and `-c` say about the model, provider, approvals and sandbox.
+    pub config: super::config::Config,
     /// Threads started, resumed or forked by this process: the only ones turns can run on.
     loaded: Mutex<HashSet<String>>,
     /// Running turn per thread.
@@ -44,15 +46,17 @@ pub struct Fake {
 }
 
 impl Fake {
-    pub fn new(dir: PathBuf) -> Arc<Self> {
+    pub fn new(dir: PathBuf, overrides: &[(String, String)]) -> Arc<Self> {
+        let codex_home = std::env::var_os("CODEX_HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| dir.clone());
         Arc::new(Fake {
+            config: super::config::Config::load(&codex_home, overrides),
             transcript: Transcript::new(dir.join("transcript.jsonl")),
             store: Store::new(&dir),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-            codex_home: std::env::var_os("CODEX_HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| dir.clone()),
+            codex_home,
             dir,
             loaded: Mutex::new(HashSet::new()),
             active: Mutex::new(HashMap::new()),
@@ -138,6 +142,12 @@ impl Conn {
             None => (-32600, message),
         };
         self.send(json!({"error": {"code": code, "message": message}, "id": id}));
+    }
+
+    /// The id of the last server→client request sent on this connection.
+    pub fn last_request_id(&self) -> Option<i64> {
+        let next = self.next_id.load(Ordering::SeqCst);
+        (next > 0).then(|| next - 1)
     }
 
     /// Sends a server→client request and blocks until the client answers (the engine checks
@@ -346,13 +356,31 @@ impl Conn {
         let version = params["clientInfo"]["version"].as_str().unwrap_or("");
         *lock(&self.client_name) = name.to_string();
         let ua = format!(
-            "{name}/{CLI_VERSION} (codex-wire fake; {}) fake ({name}; {version})",
-            std::env::consts::ARCH
+            "{name}/{CLI_VERSION} ({}; {}) {} ({name}; {version})",
+            os_description(),
+            std::env::consts::ARCH,
+            terminal_name(),
         );
         self.result(
             id,
             json!({"userAgent": ua, "codexHome": path_str(&self.fake.codex_home),
                    "platformFamily": "unix", "platformOs": std::env::consts::OS}),
+        );
+        // What the real server announces right after initializing, without waiting for
+        // `initialized`: the sandbox prerequisite it lacks, and remote control (off).
+        if !on_path("bwrap") {
+            self.notify(
+                "configWarning",
+                json!({"summary": "Codex could not find bubblewrap on PATH. Install bubblewrap \
+                    with your OS package manager. See the sandbox prerequisites: \
+                    https://developers.openai.com/codex/concepts/sandboxing#prerequisites. Codex \
+                    will use the bundled bubblewrap in the meantime.", "details": null}),
+            );
+        }
+        self.notify(
+            "remoteControl/status/changed",
+            json!({"status": "disabled", "serverName": host_name(),
+                   "installationId": uuid::Uuid::now_v7().to_string(), "environmentId": null}),
         );
         Ok(())
     }
@@ -363,6 +391,13 @@ impl Conn {
             Some(p) => path_str(&self.fake.cwd.join(p)),
             None => path_str(&self.fake.cwd),
         }
+    }
+
+    /// A thread's model: its own (thread/start `model`), else the configured one.
+    fn model_of(&self, info: &Value) -> String {
+        info["model"]
+            .as_str()
+            .map_or_else(|| self.fake.config.model.clone(), str::to_string)
     }
 
     /// The full `Thread` object, shaped like the real server's.
@@ -402,7 +437,7 @@ impl Conn {
             "preview": info["preview"].as_str().unwrap_or(""),
             "ephemeral": info["ephemeral"].as_bool().unwrap_or(false),
             "section": null, "sectionEnteredAt": null, "projectId": null, "historyMode": "paginated",
-            "modelProvider": "openai", "model": model_of(info), "reasoningEffort": null,
+            "modelProvider": self.fake.config.provider, "model": self.model_of(info), "reasoningEffort": null,
             "createdAt": created, "updatedAt": updated, "recencyAt": updated,
             "status": status,
             "path": self.rollout_path(thread_id),
@@ -421,13 +456,14 @@ impl Conn {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
         json!({
             "thread": self.thread_payload(thread_id, info, with_turns),
-            "model": model_of(info), "modelProvider": "openai", "serviceTier": null,
+            "model": self.model_of(info), "modelProvider": self.fake.config.provider, "serviceTier": null,
             "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": [cwd],
             "instructionSources": [],
-            "approvalPolicy": info.get("approvalPolicy").cloned().unwrap_or(json!("on-request")),
+            "approvalPolicy": info.get("approvalPolicy").cloned()
+                .unwrap_or_else(|| json!(self.fake.config.approval_policy)),
             "approvalsReviewer": "user",
-            "sandbox": {"type": "readOnly", "networkAccess": false},
-            "activePermissionProfile": {"id": ":read-only", "extends": null},
+            "sandbox": self.fake.config.sandbox_policy(),
+            "activePermissionProfile": self.fake.config.permission_profile(),
             "reasoningEffort": null, "multiAgentMode": "explicitRequestOnly",
         })
     }
@@ -460,6 +496,15 @@ impl Conn {
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &info, false)}),
         );
+        let model = self.model_of(&info);
+        if !KNOWN_MODELS.contains(&model.as_str()) {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": format!(
+                    "Model metadata for `{model}` not found. Defaulting to fallback metadata; \
+                     this can degrade performance and cause issues.")}),
+            );
+        }
         Ok(())
     }
 
@@ -485,14 +530,24 @@ impl Conn {
         }
     }
 
-    /// Where a thread's rollout lives: `CODEX_HOME/sessions/rollout-<id>.jsonl`.
+    /// Where a thread's rollout lives, as the real server names it:
+    /// `CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl`, stamped with the
+    /// time in the thread's UUIDv7.
     fn rollout_path(&self, thread_id: &str) -> String {
+        let ms = uuid::Uuid::parse_str(thread_id)
+            .ok()
+            .and_then(|u| u.get_timestamp())
+            .map_or(0, |t| t.to_unix().0);
+        let (y, mo, d, h, mi, s) = civil(ms as i64);
         path_str(
             &self
                 .fake
                 .codex_home
                 .join("sessions")
-                .join(format!("rollout-{thread_id}.jsonl")),
+                .join(format!("{y:04}/{mo:02}/{d:02}"))
+                .join(format!(
+                    "rollout-{y:04}-{mo:02}-{d:02}T{h:02}-{mi:02}-{s:02}-{thread_id}.jsonl"
+                )),
         )
     }
 
@@ -542,7 +597,7 @@ impl Conn {
     /// `thread/resume`'s result: `thread/start`'s plus the collaboration mode and paging cursors.
     fn resume_response(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
         let mut r = self.thread_response(thread_id, info, with_turns);
-        let model = model_of(info);
+        let model = self.model_of(info);
         let mut out = Map::new();
         for (k, v) in r.as_object_mut().map(std::mem::take).unwrap_or_default() {
             let after_effort = k == "reasoningEffort";
@@ -835,7 +890,9 @@ impl Conn {
             ));
         }
         ctl.interrupt();
+        ctl.wait_acked();
         self.result(id, json!({}));
+        ctl.responded.store(true, Ordering::SeqCst);
         Ok(())
     }
 
@@ -861,9 +918,82 @@ impl Conn {
     }
 }
 
-fn model_of(info: &Value) -> String {
-    info["model"].as_str().unwrap_or("gpt-6.2-sol").to_string()
+/// `Debian 12.0.0`: the OS as codex's user agent names it (`/etc/os-release`).
+fn os_description() -> String {
+    let release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let field = |k: &str| {
+        release
+            .lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(|v| v.trim_matches('"').to_string())
+    };
+    let name = field("NAME")
+        .and_then(|n| n.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "Linux".into());
+    let version = field("VERSION_ID").unwrap_or_default();
+    let mut parts: Vec<&str> = version.split('.').filter(|p| !p.is_empty()).collect();
+    if parts.is_empty() {
+        return name;
+    }
+    while parts.len() < 3 {
+        parts.push("0");
+    }
+    format!("{name} {}", parts.join("."))
 }
+
+/// The terminal codex's user agent names: `TERM_PROGRAM`, else `TERM`, else `unknown`.
+fn terminal_name() -> String {
+    ["TERM_PROGRAM", "TERM"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+/// UTC calendar fields of a Unix time in seconds (the proleptic Gregorian algorithm).
+fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Model slugs codex 0.171.0 has metadata for; any other slug gets the real server's
+/// "Model metadata … not found" warning when a thread starts.
+const KNOWN_MODELS: &[&str] = &[
+    "gpt-6.2-sol",
+    "gpt-5.5",
+    "gpt-5.4",
+    "gpt-5.3-codex",
+    "gpt-5.2-codex",
+    "gpt-5.2",
+    "gpt-5.1-codex-max",
+    "gpt-5.1-codex",
+    "gpt-5.1-codex-mini",
+    "gpt-5.1",
+    "gpt-5-codex",
+    "gpt-5",
+    "o3",
+    "o4-mini",
+];
 
 pub fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()

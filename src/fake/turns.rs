@@ -17,6 +17,12 @@ pub struct TurnCtl {
     interrupted: AtomicBool,
     steers: Mutex<Vec<Value>>,
     goal_status: Mutex<Option<String>>,
+    /// The turn saw the interrupt (and reported its rate limits).
+    pub acked: AtomicBool,
+    /// The `turn/interrupt` reply has been sent.
+    pub responded: AtomicBool,
+    /// Commands approved with `acceptForSession`.
+    session_approved: Mutex<Vec<String>>,
 }
 
 impl TurnCtl {
@@ -25,6 +31,14 @@ impl TurnCtl {
     }
     pub fn interrupt(&self) {
         self.interrupted.store(true, Ordering::SeqCst);
+    }
+    /// Waits (briefly) until the turn has seen the interrupt, so that its last notifications
+    /// precede the `turn/interrupt` reply, as on the real server.
+    pub fn wait_acked(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.acked.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
     fn interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
@@ -39,8 +53,12 @@ impl TurnCtl {
 
 /// How a turn ended early.
 enum End {
-    Failed(String),
+    /// The model's stream failed: the turn's error object.
+    Failed(Value),
+    /// `turn/interrupt`.
     Interrupted,
+    /// An approval answered `cancel`.
+    Cancelled,
 }
 
 /// Takes the next scripted turn (or the default one) and advances the shared cursor.
@@ -56,16 +74,36 @@ fn next_script(conn: &Conn) -> Value {
     })
 }
 
-fn turn_obj(id: &str, status: &str, started: i64, error: Option<&str>) -> Value {
+/// A `Turn` as the real server sends it. `started`: `None` in the `turn/start` result (the
+/// real one has not stamped it yet). `items`: the final agent messages of a finished turn
+/// (`itemsView: "summary"`), none while it runs.
+fn turn_obj(
+    id: &str,
+    status: &str,
+    started: Option<i64>,
+    error: Option<&Value>,
+    items: &[Value],
+) -> Value {
     let done = status != "inProgress";
     let now = now_secs();
     json!({
-        "id": id, "items": [], "status": status,
-        "error": error.map(|m| json!({"message": m})).unwrap_or(Value::Null),
+        "id": id, "rootTurnId": id, "items": items,
+        "itemsView": if items.is_empty() { "notLoaded" } else { "summary" },
+        "status": status,
+        "error": error.cloned().unwrap_or(Value::Null),
         "startedAt": started,
         "completedAt": if done { json!(now) } else { Value::Null },
-        "durationMs": if done { json!((now - started) * 1000) } else { Value::Null },
+        "durationMs": match (done, started) {
+            (true, Some(s)) => json!((now - s) * 1000),
+            _ => Value::Null,
+        },
     })
+}
+
+/// The error object of a failed turn and of the `error` notification.
+fn turn_error(message: &str, info: Value, details: Value) -> Value {
+    json!({"message": message, "codexErrorInfo": info, "additionalDetails": details,
+           "misalignment": null})
 }
 
 /// `turn/start`: answer with the new turn, then play it on its own thread.
@@ -81,8 +119,9 @@ pub fn start_for_request(
     }
     let (ctl, started) = register(conn, thread_id);
     let turn_id = ctl.turn_id();
+    let _ = started;
     conn.send(
-        json!({"id": id, "result": {"turn": turn_obj(&turn_id, "inProgress", started, None)}}),
+        json!({"id": id, "result": {"turn": turn_obj(&turn_id, "inProgress", None, None, &[])}}),
     );
     spawn(
         conn,
@@ -116,6 +155,9 @@ fn register(conn: &Conn, thread_id: &str) -> (Arc<TurnCtl>, i64) {
         interrupted: AtomicBool::new(false),
         steers: Mutex::new(Vec::new()),
         goal_status: Mutex::new(None),
+        acked: AtomicBool::new(false),
+        responded: AtomicBool::new(false),
+        session_approved: Mutex::new(Vec::new()),
     });
     lock(&conn.fake.active).insert(thread_id.to_string(), ctl.clone());
     (ctl, now_secs())
@@ -168,37 +210,47 @@ fn play(
         if goal && n == 0 {
             ctx.goal_update("active");
         }
+        ctx.status(json!({"type": "active", "activeFlags": []}));
         conn.notify(
             "turn/started",
-            json!({"threadId": thread_id, "turn": turn_obj(&turn_id, "inProgress", started, None)}),
+            json!({"threadId": thread_id,
+                   "turn": turn_obj(&turn_id, "inProgress", Some(started), None, &[])}),
         );
         if let Some(input) = input.as_ref().filter(|_| n == 0) {
             // codex echoes the submitted input as a userMessage item
             ctx.user_message(input);
         }
-        let mut outcome = Ok(());
-        for step in part["steps"].as_array().into_iter().flatten() {
-            outcome = ctx.check().and_then(|_| ctx.step(step));
-            if outcome.is_err() {
-                break;
-            }
-        }
-        if outcome.is_ok() {
-            outcome = ctx.check();
-        }
+        let steps = part["steps"].as_array().cloned().unwrap_or_default();
+        let outcome = ctx.run(&steps);
         let paused = lock(&ctl.goal_status)
             .as_deref()
             .is_some_and(|s| s != "active");
         let last = n + 1 == count || outcome.is_err() || paused;
         let (status, error) = match &outcome {
             Ok(()) => ("completed", None),
-            Err(End::Interrupted) => ("interrupted", None),
-            Err(End::Failed(m)) => ("failed", Some(m.as_str())),
+            Err(End::Interrupted | End::Cancelled) => ("interrupted", None),
+            Err(End::Failed(e)) => ("failed", Some(e.clone())),
         };
         if goal && last && status == "completed" && !paused {
             ctx.goal_update("complete");
         }
-        let turn = turn_obj(&turn_id, status, started, error);
+        // How the real server closes a turn: read state (not after an interrupt), then idle
+        // (a failed turn leaves the thread in `systemError`), then `turn/completed`.
+        match &outcome {
+            Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
+            Err(End::Interrupted) => ctx.finish_interrupt(),
+            Err(End::Cancelled) => {}
+        }
+        if last && !matches!(outcome, Err(End::Failed(_))) {
+            ctx.status(json!({"type": "idle"}));
+        }
+        let turn = turn_obj(
+            &turn_id,
+            status,
+            Some(started),
+            error.as_ref(),
+            &ctx.messages,
+        );
         let mut stored = turn.clone();
         stored["items"] = json!(ctx.items);
         conn.fake.store.update(|d| {
@@ -229,30 +281,108 @@ struct Ctx<'a> {
     conn: &'a Arc<Conn>,
     ctl: &'a TurnCtl,
     turn_id: String,
+    /// Every item of the turn (kept in the store).
     items: Vec<Value>,
-    n: usize,
+    /// The completed agent messages: what `turn/completed` carries.
+    messages: Vec<Value>,
+    /// The model response being played (numbered across the state dir, as the scripted
+    /// model numbers them) and the next output index in it.
+    resp: u64,
+    out: u64,
+    /// `usage` of the current response (reported when it completes).
+    usage: Option<Value>,
+    /// Dropped streams retried so far in this turn.
+    retries: u64,
 }
+
+/// The `tokenUsage` breakdown, in the real server's key order.
+fn breakdown(input: i64, cached: i64, output: i64, reasoning: i64) -> Value {
+    json!({"totalTokens": input + output, "inputTokens": input, "cachedInputTokens": cached,
+           "cacheWriteInputTokens": 0, "outputTokens": output, "reasoningOutputTokens": reasoning})
+}
+
+/// The context window the real server reports for the configured models (gpt-5.5, and the
+/// fallback metadata of unknown slugs).
+const CONTEXT_WINDOW: i64 = 258_400;
+
+/// `/bin/bash -lc '<command>'`: how the shell tool runs a command, quoted as codex quotes it.
+pub fn shell_wrapped(command: &str) -> String {
+    let plain = !command.is_empty()
+        && command
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    let quoted = if plain {
+        command.to_string()
+    } else {
+        format!("'{}'", command.replace('\'', r"'\''"))
+    };
+    format!("/bin/bash -lc {quoted}")
+}
+
+/// The stream error the real server reports for a `response.failed` with this code.
+fn failure(code: &str, message: &str) -> (String, Value) {
+    match code {
+        "context_length_exceeded" => (
+            "Codex ran out of room in the model's context window. Start a new thread or clear \
+             earlier history before retrying."
+                .into(),
+            json!("contextWindowExceeded"),
+        ),
+        "insufficient_quota" => (
+            "Quota exceeded. Check your plan and billing details.".into(),
+            json!("usageLimitExceeded"),
+        ),
+        "rate_limit_exceeded" => (
+            format!("rate limit exceeded: {message}"),
+            json!("rateLimitExceeded"),
+        ),
+        "server_is_overloaded" => (
+            "Selected model is at capacity. Please try a different model.".into(),
+            json!("serverOverloaded"),
+        ),
+        _ => (
+            format!("stream disconnected before completion: {message}"),
+            json!("other"),
+        ),
+    }
+}
+
+const STREAM_CLOSED: &str =
+    "stream disconnected before completion: stream closed before response.completed";
 
 impl<'a> Ctx<'a> {
     fn new(conn: &'a Arc<Conn>, ctl: &'a TurnCtl, turn_id: &str) -> Self {
-        Ctx {
+        let mut c = Ctx {
             conn,
             ctl,
             turn_id: turn_id.to_string(),
             items: Vec::new(),
-            n: 0,
-        }
+            messages: Vec::new(),
+            resp: 0,
+            out: 0,
+            usage: None,
+            retries: 0,
+        };
+        c.next_response();
+        c
     }
 
-    fn new_id(&mut self) -> String {
-        self.n += 1;
-        let short: String = self
-            .turn_id
-            .chars()
-            .filter(|c| *c != '-')
-            .take(12)
-            .collect();
-        format!("item_{short}_{}", self.n)
+    /// Starts the next model response: its number comes from the state dir's counter.
+    fn next_response(&mut self) {
+        self.resp = self.conn.fake.store.update(|d| {
+            let n = d["model_responses"].as_u64().unwrap_or(0);
+            d["model_responses"] = json!(n + 1);
+            n
+        });
+        self.out = 0;
+        self.usage = None;
+    }
+
+    /// The model's id for the next output item of this response (`msg_3_0`, `call_3_1`, …).
+    fn model_id(&mut self, prefix: &str) -> String {
+        let id = format!("{prefix}_{}_{}", self.resp, self.out);
+        self.out += 1;
+        id
     }
 
     fn scope(&self, extra: Value) -> Value {
@@ -269,29 +399,77 @@ impl<'a> Ctx<'a> {
         self.conn.notify(method, self.scope(extra));
     }
 
-    fn started(&self, item: &Value) {
-        self.notify(
-            "item/started",
-            json!({"item": item, "startedAtMs": now_ms()}),
+    fn status(&self, status: Value) {
+        self.conn.notify(
+            "thread/status/changed",
+            json!({"threadId": self.ctl.thread_id, "status": status}),
         );
     }
 
-    fn completed(&mut self, item: Value) {
+    fn rate_limits(&self) {
+        self.conn.notify(
+            "account/rateLimits/updated",
+            json!({"rateLimits": {"limitId": "codex", "limitName": null, "normalModelSlug": null,
+                   "primary": null, "secondary": null, "credits": null, "individualLimit": null,
+                   "spendControlReached": null, "planType": null, "rateLimitReachedType": null}}),
+        );
+    }
+
+    fn read_state(&self) {
+        self.conn.notify(
+            "thread/readState/changed",
+            json!({"threadId": self.ctl.thread_id,
+                   "readState": {"firstUnread": {"type": "turn", "turnId": self.turn_id},
+                                 "revision": uuid::Uuid::now_v7().to_string()}}),
+        );
+    }
+
+    /// `item/started`: the item carries its own `startedAtMs`/`completedAtMs`, the
+    /// notification repeats the start.
+    fn started(&self, item: &Value) -> i64 {
+        let at = now_ms();
+        let mut item = item.clone();
+        item["startedAtMs"] = json!(at);
+        item["completedAtMs"] = Value::Null;
+        self.notify("item/started", json!({"item": item, "startedAtMs": at}));
+        at
+    }
+
+    fn completed(&mut self, item: Value, started_at: i64) {
+        let at = now_ms();
+        let mut item = item;
+        item["startedAtMs"] = json!(started_at);
+        item["completedAtMs"] = json!(at);
         self.notify(
             "item/completed",
-            json!({"item": item, "completedAtMs": now_ms()}),
+            json!({"item": item, "contentTokenCount": null, "completedAtMs": at}),
         );
+        if item["type"] == "agentMessage" {
+            self.messages.push(item.clone());
+        }
         self.items.push(item);
     }
 
     fn item(&mut self, item: Value) {
-        self.started(&item);
-        self.completed(item);
+        let at = self.started(&item);
+        self.completed(item, at);
     }
 
     fn user_message(&mut self, input: &Value) {
-        let id = self.new_id();
-        self.item(json!({"type": "userMessage", "id": id, "content": input}));
+        let content: Vec<Value> = input
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                let mut i = i.clone();
+                if i["type"] == "text" && i.get("text_elements").is_none() {
+                    i["text_elements"] = json!([]);
+                }
+                i
+            })
+            .collect();
+        let id = uuid::Uuid::now_v7().to_string();
+        self.item(json!({"type": "userMessage", "id": id, "clientId": null, "content": content}));
     }
 
     fn goal_update(&self, status: &str) {
@@ -318,8 +496,85 @@ impl<'a> Ctx<'a> {
             self.user_message(&s);
         }
         if self.ctl.interrupted() || self.conn.is_closed() {
+            // The real server reports the aborted stream's rate limits before it answers
+            // `turn/interrupt`.
+            self.rate_limits();
+            self.ctl.acked.store(true, Ordering::SeqCst);
             return Err(End::Interrupted);
         }
+        Ok(())
+    }
+
+    /// After an interrupt: the `turn/interrupt` reply goes out before the turn closes.
+    fn finish_interrupt(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.ctl.responded.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The model's response is complete: usage, then the account's rate limits.
+    fn end_response(&mut self) {
+        let u = self.usage.take().unwrap_or(Value::Null);
+        let n = |k: &str| u[k].as_i64().unwrap_or(0);
+        let last = breakdown(n("input"), n("cached"), n("output"), n("reasoning"));
+        let thread_id = self.ctl.thread_id.clone();
+        let total = self.conn.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id]["usage"];
+            let sum = |k: &str| t[k].as_i64().unwrap_or(0) + last[k].as_i64().unwrap_or(0);
+            *t = breakdown(
+                sum("inputTokens"),
+                sum("cachedInputTokens"),
+                sum("outputTokens"),
+                sum("reasoningOutputTokens"),
+            );
+            t.clone()
+        });
+        let window = u["window"].as_i64().unwrap_or(CONTEXT_WINDOW);
+        self.notify(
+            "thread/tokenUsage/updated",
+            json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
+        );
+        self.rate_limits();
+        self.next_response();
+    }
+
+    /// The stream ended early: retried while the provider allows it, else the turn fails.
+    fn dropped_stream(&mut self) -> Result<(), End> {
+        self.rate_limits();
+        let max = self.conn.fake.config.stream_max_retries;
+        if self.retries < max {
+            self.retries += 1;
+            self.notify(
+                "error",
+                json!({"error": turn_error(
+                          &format!("Reconnecting... {}/{max}", self.retries),
+                          json!({"responseStreamDisconnected": {"httpStatusCode": null}}),
+                          json!(STREAM_CLOSED)),
+                       "willRetry": true}),
+            );
+            self.next_response();
+            return Ok(());
+        }
+        self.fail(STREAM_CLOSED.to_string(), json!("other"))
+    }
+
+    fn fail(&mut self, message: String, info: Value) -> Result<(), End> {
+        let error = turn_error(&message, info, Value::Null);
+        self.status(json!({"type": "systemError"}));
+        self.notify("error", json!({"error": error, "willRetry": false}));
+        Err(End::Failed(error))
+    }
+
+    /// Plays a turn's steps as model responses: a tool call ends a response (the tool runs,
+    /// then the model is asked again), a failure ends the turn.
+    fn run(&mut self, steps: &[Value]) -> Result<(), End> {
+        for step in steps {
+            self.check()?;
+            self.step(step)?;
+        }
+        self.check()?;
+        self.end_response();
         Ok(())
     }
 
@@ -339,6 +594,24 @@ impl<'a> Ctx<'a> {
         self.conn.server_request(method, params, self.timeout())
     }
 
+    /// An approval request answered; `serverRequest/resolved` follows the answer.
+    fn approval(&self, method: &str, params: Value, step: &Value) -> Option<Value> {
+        let reply = self.request(method, params, step);
+        if let Some(id) = self.conn.last_request_id() {
+            self.notify_thread("serverRequest/resolved", json!({"requestId": id}));
+        }
+        reply
+    }
+
+    fn notify_thread(&self, method: &str, extra: Value) {
+        let mut m = Map::new();
+        m.insert("threadId".into(), json!(self.ctl.thread_id));
+        if let Value::Object(e) = extra {
+            m.extend(e);
+        }
+        self.conn.notify(method, Value::Object(m));
+    }
+
     fn cwd(&self) -> String {
         let data = self.conn.fake.store.load();
         data["threads"][&self.ctl.thread_id]["cwd"]
@@ -351,45 +624,22 @@ impl<'a> Ctx<'a> {
         let kind = step["kind"].as_str().unwrap_or_default();
         match kind {
             "reasoning" => self.reasoning(step),
-            "command" => self.command(step),
             "message" => self.message(step),
-            "message_partial" => {
-                let id = self.new_id();
-                self.started(&json!({"type": "agentMessage", "id": id, "text": ""}));
-                self.notify(
-                    "item/agentMessage/delta",
-                    json!({"itemId": id, "delta": str_of(step, "text", "")}),
-                );
+            "usage" => self.usage = Some(step.clone()),
+            "command" => {
+                self.command(step)?;
+                self.end_response();
             }
-            "usage" => self.usage(step),
-            "compaction" => {
-                let id = self.new_id();
-                self.item(json!({"type": "contextCompaction", "id": id}));
+            "file_change" => {
+                self.file_change(step);
+                self.end_response();
             }
-            "error_note" => self.notify(
-                "error",
-                json!({"error": {"message": str_of(step, "message", "error")},
-                       "willRetry": step["will_retry"].as_bool().unwrap_or(true)}),
-            ),
-            "fail" => return Err(End::Failed(str_of(step, "message", "turn failed"))),
-            "crash" => crash(self.conn, step),
-            "progress" => return self.progress(step),
-            "sleep" => {
-                return self.wait(Duration::from_secs_f64(
-                    step["seconds"].as_f64().unwrap_or(0.0).clamp(0.0, 86_400.0),
-                ))
+            "tool_call" => {
+                self.tool_call(step);
+                self.end_response();
             }
-            "permissions" => {
-                let id = self.new_id();
-                let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
-                    "cwd": self.cwd(), "reason": step["reason"],
-                    "permissions": {"network": {"enabled": true}}}));
-                self.request("item/permissions/requestApproval", params, step);
-            }
-            "grandchild" => grandchild(self.conn),
-            "file_change" => self.file_change(step),
             "user_input" => {
-                let id = self.new_id();
+                let id = self.model_id("call");
                 let questions = step.get("questions").cloned().unwrap_or_else(|| {
                     json!([{"id": "q1", "header": "Question", "question": "Proceed?",
                             "options": [{"label": "Yes", "description": "Go ahead"},
@@ -398,7 +648,45 @@ impl<'a> Ctx<'a> {
                 let params =
                     self.scope(json!({"itemId": id, "questions": questions, "isBlocking": true}));
                 self.request("item/tool/requestUserInput", params, step);
+                self.end_response();
             }
+            "message_partial" => {
+                let id = self.model_id("msg");
+                self.started(&agent_message(&id, "", &Value::Null));
+                self.notify(
+                    "item/agentMessage/delta",
+                    json!({"itemId": id, "delta": str_of(step, "text", "")}),
+                );
+                return self.dropped_stream();
+            }
+            "error_note" => return self.dropped_stream(),
+            "fail" => {
+                let (message, info) = failure(
+                    step["code"].as_str().unwrap_or("server_error"),
+                    step["message"].as_str().unwrap_or("turn failed"),
+                );
+                self.rate_limits();
+                return self.fail(message, info);
+            }
+            "compaction" => {
+                let id = uuid::Uuid::now_v7().to_string();
+                self.item(json!({"type": "contextCompaction", "id": id}));
+            }
+            "crash" => crash(self.conn, step),
+            "progress" => return self.progress(step),
+            "sleep" => {
+                return self.wait(Duration::from_secs_f64(
+                    step["seconds"].as_f64().unwrap_or(0.0).clamp(0.0, 86_400.0),
+                ))
+            }
+            "permissions" => {
+                let id = self.model_id("call");
+                let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
+                    "cwd": self.cwd(), "reason": step["reason"],
+                    "permissions": {"network": {"enabled": true}}}));
+                self.request("item/permissions/requestApproval", params, step);
+            }
+            "grandchild" => grandchild(self.conn),
             "elicitation" => {
                 let params = self.scope(json!({
                     "serverName": str_of(step, "server", "fake-mcp"),
@@ -409,7 +697,6 @@ impl<'a> Ctx<'a> {
                 }));
                 self.request("mcpServer/elicitation/request", params, step);
             }
-            "tool_call" => self.tool_call(step),
             "auth_refresh" => {
                 self.request(
                     "account/chatgptAuthTokens/refresh",
@@ -436,69 +723,140 @@ impl<'a> Ctx<'a> {
     }
 
     fn reasoning(&mut self, step: &Value) {
-        let id = self.new_id();
+        let id = self.model_id("rs");
         let summary: Vec<String> = strings(&step["summary"]);
-        self.started(&json!({"type": "reasoning", "id": id, "summary": [], "content": []}));
+        let content: Vec<String> = strings(&step["content"]);
+        let at =
+            self.started(&json!({"type": "reasoning", "id": id, "summary": [], "content": []}));
         for (index, part) in summary.iter().enumerate() {
-            let chars: Vec<char> = part.chars().collect();
-            let (a, b) = chars.split_at(chars.len() / 2);
-            for chunk in [a, b] {
-                let delta: String = chunk.iter().collect();
-                self.notify(
-                    "item/reasoning/summaryTextDelta",
-                    json!({"itemId": id, "delta": delta, "summaryIndex": index}),
-                );
-            }
+            self.notify(
+                "item/reasoning/summaryPartAdded",
+                json!({"itemId": id, "summaryIndex": index}),
+            );
+            self.notify(
+                "item/reasoning/summaryTextDelta",
+                json!({"itemId": id, "delta": part, "summaryIndex": index}),
+            );
         }
-        self.completed(json!({"type": "reasoning", "id": id, "summary": summary,
-                              "content": strings(&step["content"])}));
+        for (index, part) in content.iter().enumerate() {
+            self.notify(
+                "item/reasoning/textDelta",
+                json!({"itemId": id, "delta": part, "contentIndex": index}),
+            );
+        }
+        self.completed(
+            json!({"type": "reasoning", "id": id, "summary": summary, "content": content}),
+            at,
+        );
     }
 
-    fn command(&mut self, step: &Value) {
-        let id = self.new_id();
-        let command = str_of(step, "command", "true");
+    /// A shell tool call: asks for approval when the model escalates (`approval`, the seed's
+    /// default) under `on-request`, runs the command for real unless the step scripts its
+    /// output, as the real shell tool does.
+    fn command(&mut self, step: &Value) -> Result<(), End> {
+        let id = self.model_id("call");
+        let raw = str_of(step, "command", "true");
+        let command = shell_wrapped(&raw);
         let cwd = step["cwd"]
             .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| self.cwd());
-        let base = json!({"type": "commandExecution", "id": id, "command": command, "cwd": cwd,
-            "processId": null, "source": "agent",
-            "commandActions": [{"type": "unknown", "command": command}]});
-        let with = |extra: Value| merge(&base, extra);
-        self.started(&with(
-            json!({"status": "inProgress", "aggregatedOutput": null,
-                                  "exitCode": null, "durationMs": null}),
-        ));
-        let mut accepted = true;
-        if step["approval"].as_bool().unwrap_or(true) {
-            let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
-                "command": command, "cwd": cwd, "reason": step["reason"]}));
-            let reply = self.request("item/commandExecution/requestApproval", params, step);
+        let actions = json!([{"type": "unknown", "command": raw}]);
+        let item =
+            |source: &str, status: &str, pid: Value, output: Value, code: Value, ms: Value| {
+                json!({"type": "commandExecution", "id": id, "pluginId": null, "scriptPath": null,
+                   "command": command, "cwd": cwd, "processId": pid, "source": source,
+                   "status": status, "commandActions": actions, "aggregatedOutput": output,
+                   "exitCode": code, "durationMs": ms})
+            };
+        let session_ok = lock(&self.ctl.session_approved).contains(&raw);
+        let ask = step["approval"].as_bool().unwrap_or(true)
+            && self.conn.fake.config.approval_policy != "never"
+            && !session_ok;
+        if ask {
+            self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
+            let pending = item(
+                "agent",
+                "inProgress",
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            );
+            let at = self.started(&pending);
+            let argv: Vec<&str> = raw.split_whitespace().collect();
+            let params = json!({"kind": "command", "threadId": self.ctl.thread_id,
+                "turnId": self.turn_id, "itemId": id, "startedAtMs": at, "environmentId": "local",
+                "reason": step.get("reason").cloned().unwrap_or(Value::Null), "command": command,
+                "cwd": cwd, "commandActions": actions, "proposedExecpolicyAmendment": argv,
+                "availableDecisions": ["accept",
+                    {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": argv}}, "cancel"]});
+            let reply = self.approval("item/commandExecution/requestApproval", params, step);
             let decision = reply.map(|r| r["result"]["decision"].clone());
-            accepted = match decision {
+            let accepted = match &decision {
                 Some(Value::String(d)) => d == "accept" || d == "acceptForSession",
                 Some(Value::Object(o)) => o.contains_key("acceptWithExecpolicyAmendment"),
                 _ => false,
             };
+            if decision.as_ref().and_then(Value::as_str) == Some("acceptForSession") {
+                lock(&self.ctl.session_approved).push(raw.clone());
+            }
+            if !accepted {
+                let declined = item(
+                    "agent",
+                    "declined",
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                );
+                self.completed(declined, at);
+                self.status(json!({"type": "active", "activeFlags": []}));
+                if decision.as_ref().and_then(Value::as_str) == Some("cancel") {
+                    self.end_response();
+                    return Err(End::Cancelled);
+                }
+                return Ok(());
+            }
+            self.status(json!({"type": "active", "activeFlags": []}));
+            let (pid, output, code) = run_command(step, &raw, &cwd);
+            let status = if code == 0 { "completed" } else { "failed" };
+            let done = item(
+                "unifiedExecStartup",
+                status,
+                json!(pid),
+                json!(output),
+                json!(code),
+                json!(0),
+            );
+            self.completed(done, at);
+            return Ok(());
         }
-        if !accepted {
-            self.completed(with(json!({"status": "declined", "aggregatedOutput": null,
-                                       "exitCode": null, "durationMs": null})));
-            return;
-        }
-        let output = str_of(step, "output", "");
-        self.notify(
-            "item/commandExecution/outputDelta",
-            json!({"itemId": id, "delta": output}),
+        let (pid, output, code) = run_command(step, &raw, &cwd);
+        let running = item(
+            "unifiedExecStartup",
+            "inProgress",
+            json!(pid),
+            Value::Null,
+            Value::Null,
+            Value::Null,
         );
-        let code = step["exit_code"].as_i64().unwrap_or(0);
+        let at = self.started(&running);
         let status = if code == 0 { "completed" } else { "failed" };
-        self.completed(with(json!({"status": status, "aggregatedOutput": output,
-                                   "exitCode": code, "durationMs": 7})));
+        let done = item(
+            "unifiedExecStartup",
+            status,
+            json!(pid),
+            json!(output),
+            json!(code),
+            json!(0),
+        );
+        self.completed(done, at);
+        Ok(())
     }
 
     fn file_change(&mut self, step: &Value) {
-        let id = self.new_id();
+        let id = self.model_id("call");
         let path = step["path"]
             .as_str()
             .map(str::to_string)
@@ -507,29 +865,31 @@ impl<'a> Ctx<'a> {
         let changes = json!([{"path": path, "kind": {"type": kind},
                               "diff": str_of(step, "diff", "+hello\n")}]);
         let base = json!({"type": "fileChange", "id": id, "changes": changes});
-        self.started(&merge(&base, json!({"status": "inProgress"})));
+        let at = self.started(&merge(&base, json!({"status": "inProgress"})));
         let mut accepted = true;
         if step["approval"].as_bool().unwrap_or(true) {
-            let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
+            self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
+            let params = self.scope(json!({"itemId": id, "startedAtMs": at,
                                            "reason": step["reason"], "grantRoot": null}));
-            let reply = self.request("item/fileChange/requestApproval", params, step);
+            let reply = self.approval("item/fileChange/requestApproval", params, step);
             let d = reply.map(|r| r["result"]["decision"].clone());
             accepted = matches!(
                 d.as_ref().and_then(Value::as_str),
                 Some("accept" | "acceptForSession")
             );
+            self.status(json!({"type": "active", "activeFlags": []}));
         }
         let status = if accepted { "completed" } else { "declined" };
-        self.completed(merge(&base, json!({"status": status})));
+        self.completed(merge(&base, json!({"status": status})), at);
     }
 
     fn tool_call(&mut self, step: &Value) {
-        let id = self.new_id();
+        let id = self.model_id("call");
         let tool = str_of(step, "tool", "lookup");
         let arguments = step.get("arguments").cloned().unwrap_or(json!({}));
         let base = json!({"type": "dynamicToolCall", "id": id, "tool": tool,
                           "arguments": arguments, "namespace": step["namespace"]});
-        self.started(&merge(
+        let at = self.started(&merge(
             &base,
             json!({"status": "inProgress", "contentItems": null,
                                            "success": null, "durationMs": null}),
@@ -545,60 +905,36 @@ impl<'a> Ctx<'a> {
             .cloned()
             .unwrap_or(json!([]));
         let status = if success { "completed" } else { "failed" };
-        self.completed(merge(
-            &base,
-            json!({"status": status, "contentItems": items,
+        self.completed(
+            merge(
+                &base,
+                json!({"status": status, "contentItems": items,
                                            "success": success, "durationMs": 3}),
-        ));
+            ),
+            at,
+        );
     }
 
     fn message(&mut self, step: &Value) {
-        let id = self.new_id();
+        let id = self.model_id("msg");
         let text = str_of(step, "text", "");
         let phase = step.get("phase").cloned().unwrap_or(Value::Null);
-        self.started(&json!({"type": "agentMessage", "id": id, "text": "", "phase": phase}));
+        let at = self.started(&agent_message(&id, "", &phase));
         let chars: Vec<char> = text.chars().collect();
         let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
-        let size = chars.len().div_ceil(chunks).max(1);
-        for chunk in chars.chunks(size) {
-            let delta: String = chunk.iter().collect();
+        for delta in split_chunks(&chars, chunks) {
             self.notify(
                 "item/agentMessage/delta",
                 json!({"itemId": id, "delta": delta}),
             );
         }
-        self.completed(json!({"type": "agentMessage", "id": id, "text": text, "phase": phase}));
-    }
-
-    /// `last` is this step; `total` is the thread's running sum, as the real server reports.
-    fn usage(&mut self, step: &Value) {
-        let n = |k: &str, d: i64| step[k].as_i64().unwrap_or(d);
-        let (input, output) = (n("input", 0), n("output", 10));
-        let last = json!({"inputTokens": input, "cachedInputTokens": n("cached", 0),
-            "outputTokens": output, "reasoningOutputTokens": n("reasoning", 0),
-            "totalTokens": input + output});
-        let thread_id = self.ctl.thread_id.clone();
-        let total = self.conn.fake.store.update(|d| {
-            let t = &mut d["threads"][&thread_id]["usage"];
-            let mut sum = Map::new();
-            for (k, v) in last.as_object().into_iter().flatten() {
-                let prev = t[k].as_i64().unwrap_or(0);
-                sum.insert(k.clone(), json!(prev + v.as_i64().unwrap_or(0)));
-            }
-            *t = Value::Object(sum);
-            t.clone()
-        });
-        self.notify(
-            "thread/tokenUsage/updated",
-            json!({"tokenUsage": {"last": last, "total": total,
-                                  "modelContextWindow": n("window", 272000)}}),
-        );
+        self.completed(agent_message(&id, &text, &phase), at);
     }
 
     /// Keeps the turn busy for `seconds`, a delta every `interval` (a model at work).
     fn progress(&mut self, step: &Value) -> Result<(), End> {
-        let id = self.new_id();
-        self.started(&json!({"type": "agentMessage", "id": id, "text": ""}));
+        let id = self.model_id("msg");
+        let at = self.started(&agent_message(&id, "", &Value::Null));
         let deadline = Instant::now()
             + Duration::from_secs_f64(step["seconds"].as_f64().unwrap_or(1.0).clamp(0.0, 86_400.0));
         let interval =
@@ -615,7 +951,7 @@ impl<'a> Ctx<'a> {
         }
         self.check()?;
         let text = step["text"].as_str().map(str::to_string).unwrap_or(text);
-        self.completed(json!({"type": "agentMessage", "id": id, "text": text}));
+        self.completed(agent_message(&id, &text, &Value::Null), at);
         Ok(())
     }
 
@@ -628,6 +964,48 @@ impl<'a> Ctx<'a> {
             std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
         }
         Ok(())
+    }
+}
+
+/// An `agentMessage` item with the keys the real server always sends.
+fn agent_message(id: &str, text: &str, phase: &Value) -> Value {
+    json!({"type": "agentMessage", "moderation": null, "id": id, "text": text, "phase": phase,
+           "memoryCitation": null, "delivery": null, "questions": null})
+}
+
+/// `text` in `n` deltas of near-equal length (the scripted model streams it the same way).
+fn split_chunks(chars: &[char], n: usize) -> Vec<String> {
+    let size = chars.len().div_ceil(n.max(1)).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// Runs the command as the shell tool does (`/bin/bash -lc`, stderr with stdout) unless the
+/// step scripts `output`/`exit_code`. Returns (pid as the real server shows it, output, code).
+fn run_command(step: &Value, command: &str, cwd: &str) -> (String, String, i64) {
+    if let Some(out) = step["output"].as_str() {
+        let code = step["exit_code"].as_i64().unwrap_or(0);
+        return (std::process::id().to_string(), out.to_string(), code);
+    }
+    let child = std::process::Command::new("/bin/bash")
+        .arg("-lc")
+        .arg(format!("exec 2>&1\n{command}"))
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    match child {
+        Ok(c) => {
+            let pid = c.id().to_string();
+            match c.wait_with_output() {
+                Ok(o) => (
+                    pid,
+                    String::from_utf8_lossy(&o.stdout).into_owned(),
+                    o.status.code().map_or(-1, i64::from),
+                ),
+                Err(e) => (pid, e.to_string(), -1),
+            }
+        }
+        Err(e) => (String::new(), e.to_string(), 127),
     }
 }
 
