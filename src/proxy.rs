@@ -10,8 +10,9 @@ use crate::validate::input::to_hex;
 use crate::validate::report::{self, Record, Stats, Style};
 use crate::validate::{glob::Glob, input::Dir};
 use crate::{Outcome, Session};
-use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
@@ -60,18 +61,82 @@ enum Msg {
 }
 
 pub fn main(cli: Cli) -> ExitCode {
-    let allow: Vec<Glob> = cli.allow_ignored.iter().map(|g| Glob::new(g)).collect();
-    let (transcript, quiet, command) = (cli.transcript, cli.quiet, cli.command);
+    run(&Options {
+        name: "codex-wire proxy",
+        command: &cli.command,
+        transcript: cli.transcript.as_deref().map(Path::new),
+        append: false,
+        allow_ignored: &cli.allow_ignored,
+        quiet: cli.quiet,
+    })
+    .exit_code()
+}
+
+/// What [`run`] proxies and where it records.
+pub struct Options<'a> {
+    /// Prefix of its messages on stderr.
+    pub name: &'a str,
+    /// The server command and its arguments.
+    pub command: &'a [String],
+    pub transcript: Option<&'a Path>,
+    /// Append to the transcript (several processes on one state dir) instead of truncating it.
+    pub append: bool,
+    /// Ignored field paths not to flag.
+    pub allow_ignored: &'a [String],
+    /// Do not print findings.
+    pub quiet: bool,
+}
+
+/// How the proxied command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Its exit code, or ours (127 cannot start, 2 usage or I/O error).
+    Code(u8),
+    /// The signal that ended it.
+    Signal(i32),
+}
+
+impl Exit {
+    /// The process's own exit: a signal is re-raised, so the caller sees what it would have
+    /// seen without the proxy. Call it last (after cleanup): it may not return.
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Exit::Code(c) => ExitCode::from(c),
+            Exit::Signal(sig) => {
+                // SAFETY: resetting to the default action and raising is the documented way.
+                unsafe {
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::raise(sig);
+                }
+                ExitCode::from(128u8.wrapping_add(sig as u8))
+            }
+        }
+    }
+}
+
+/// Runs `o.command` behind the proxy on this process's stdio until it exits.
+pub fn run(o: &Options) -> Exit {
+    let allow: Vec<Glob> = o.allow_ignored.iter().map(|g| Glob::new(g)).collect();
+    let (name, quiet, command) = (o.name, o.quiet, o.command);
     let Some((program, rest)) = command.split_first() else {
-        eprintln!("codex-wire proxy: no command given after `--`");
-        return ExitCode::from(2);
+        eprintln!("{name}: no command given after `--`");
+        return Exit::Code(2);
     };
-    let transcript = match transcript.map(|p| File::create(&p).map_err(|e| (p, e))) {
+    let opened = o.transcript.map(|p| {
+        let mut f = OpenOptions::new();
+        if o.append {
+            f.append(true);
+        } else {
+            f.write(true).truncate(true);
+        }
+        f.create(true).open(p).map_err(|e| (p, e))
+    });
+    let transcript = match opened {
         None => None,
-        Some(Ok(f)) => Some(BufWriter::new(f)),
+        Some(Ok(f)) => Some(f),
         Some(Err((p, e))) => {
-            eprintln!("codex-wire proxy: cannot write transcript {p}: {e}");
-            return ExitCode::from(2);
+            eprintln!("{name}: cannot write transcript {}: {e}", p.display());
+            return Exit::Code(2);
         }
     };
     let mut child = match Command::new(program)
@@ -83,8 +148,8 @@ pub fn main(cli: Cli) -> ExitCode {
     {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("codex-wire proxy: cannot start {program}: {e}");
-            return ExitCode::from(127);
+            eprintln!("{name}: cannot start {program}: {e}");
+            return Exit::Code(127);
         }
     };
     let pid = child.id() as i32;
@@ -119,7 +184,7 @@ pub fn main(cli: Cli) -> ExitCode {
         pump(&mut child_out, &mut stdout, Dir::Out, &tx);
     });
     let argv: Vec<&String> = command.iter().collect();
-    let mut an = Analyzer::new(transcript, allow, quiet, pid);
+    let mut an = Analyzer::new(transcript, allow, quiet, pid, name.to_string());
     an.event(serde_json::json!({"event": "spawn", "argv": argv, "ppid": std::process::id()}));
     // Runs until both readers are gone (the server's stdout closed and the client's either
     // closed or abandoned).
@@ -138,7 +203,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let _ = pump_out.join();
     let mut an = match analyzer.join() {
         Ok(an) => an,
-        Err(_) => return ExitCode::from(2),
+        Err(_) => return Exit::Code(2),
     };
     use std::os::unix::process::ExitStatusExt;
     let (code, signal) = match &status {
@@ -150,18 +215,10 @@ pub fn main(cli: Cli) -> ExitCode {
         (c, None) => serde_json::json!({"event": "exit", "code": c}),
     });
     an.finish();
-    if let Some(sig) = signal {
-        // Die of the same signal, so the caller sees what it would have seen without us.
-        // SAFETY: resetting to the default action and raising is the documented way.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
-        }
-        return ExitCode::from(128 + sig as u8);
-    }
-    match code {
-        Some(c) => ExitCode::from(c as u8),
-        None => ExitCode::from(2),
+    match (signal, code) {
+        (Some(sig), _) => Exit::Signal(sig),
+        (None, Some(c)) => Exit::Code(c as u8),
+        (None, None) => Exit::Code(2),
     }
 }
 
@@ -203,14 +260,23 @@ struct Analyzer {
     session: Session,
     style: Style,
     stats: Stats,
-    transcript: Option<BufWriter<File>>,
+    /// Written one whole line per locked write, so processes appending to one file never
+    /// interleave.
+    transcript: Option<File>,
     quiet: bool,
     pid: i32,
     count: [u64; 2],
+    name: String,
 }
 
 impl Analyzer {
-    fn new(transcript: Option<BufWriter<File>>, allow: Vec<Glob>, quiet: bool, pid: i32) -> Self {
+    fn new(
+        transcript: Option<File>,
+        allow: Vec<Glob>,
+        quiet: bool,
+        pid: i32,
+        name: String,
+    ) -> Self {
         Analyzer {
             session: Session::new(),
             style: Style {
@@ -224,6 +290,7 @@ impl Analyzer {
             quiet,
             pid,
             count: [0, 0],
+            name,
         }
     }
 
@@ -243,8 +310,10 @@ impl Analyzer {
         if let Some(m) = e.as_object_mut() {
             obj.append(m);
         }
-        let _ = writeln!(t, "{}", serde_json::Value::Object(obj));
-        let _ = t.flush();
+        append_line(
+            t,
+            format!("{}\n", serde_json::Value::Object(obj)).as_bytes(),
+        );
     }
 
     fn line(&mut self, dir: Dir, line: &[u8]) {
@@ -256,7 +325,9 @@ impl Analyzer {
             Dir::Out => self.session.feed_server(line),
         };
         if let Some(t) = self.transcript.as_mut() {
-            let _ = write_entry(t, self.pid, dir, line, &verdict);
+            let mut buf = Vec::with_capacity(line.len() + 128);
+            let _ = write_entry(&mut buf, self.pid, dir, line, &verdict);
+            append_line(t, &buf);
         }
         let rec = Record {
             line: n,
@@ -270,21 +341,25 @@ impl Analyzer {
         let finding = self.style.emit(rec, &mut out, &mut self.stats);
         if finding && !self.quiet {
             let mut err = io::stderr().lock();
-            let _ = err.write_all(b"codex-wire proxy: ");
+            let _ = write!(err, "{}: ", self.name);
             let _ = err.write_all(&out);
         }
     }
 
     fn finish(&mut self) {
-        if let Some(t) = self.transcript.as_mut() {
-            let _ = t.flush();
-        }
         if !self.quiet {
             let mut err = io::stderr().lock();
-            let _ = writeln!(err, "codex-wire proxy: summary");
+            let _ = writeln!(err, "{}: summary", self.name);
             let _ = report::summary(&self.stats, &mut err);
         }
     }
+}
+
+/// One write of a whole line under an exclusive lock (flock, as the fake's transcript).
+fn append_line(f: &mut File, line: &[u8]) {
+    let _ = f.lock();
+    let _ = f.write_all(line);
+    let _ = f.unlock();
 }
 
 /// A transcript entry in the seed's format. A JSON line is embedded verbatim as `msg`, so a
