@@ -11,7 +11,9 @@ pub mod fake;
 pub mod fast;
 pub mod fuzz;
 pub mod harness;
+pub mod model;
 pub mod proxy;
+pub mod scripted;
 pub mod track;
 pub mod validate;
 

@@ -23,6 +23,11 @@ enum Cmd {
     Fake(Box<codex_wire::fake::Cli>),
     /// Compare two transcripts (fake, proxy or scripted runs) under the one masking rule
     Diff(codex_wire::diff::Cli),
+    /// Serve a scenario as a scripted model (Responses API on loopback) for a real codex
+    Model(codex_wire::model::Cli),
+    /// Run a real `codex app-server` against the scripted model, behind the checking proxy
+    /// (`codex-wire scripted --state-dir DIR -- codex app-server`)
+    Scripted(codex_wire::scripted::Cli),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -45,6 +50,8 @@ fn main() -> ExitCode {
         Cmd::Proxy(c) => codex_wire::proxy::main(c),
         Cmd::Fake(c) => codex_wire::fake::main(*c, &argv[2..]),
         Cmd::Diff(c) => codex_wire::diff::main(c),
+        Cmd::Model(c) => codex_wire::model::main(c),
+        Cmd::Scripted(c) => codex_wire::scripted::main(c),
         Cmd::Completions { shell } => {
             clap_complete::generate(
                 shell,

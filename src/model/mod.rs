@@ -1,0 +1,426 @@
+//! The scripted model: a loopback stand-in for the OpenAI Responses API (`POST /v1/responses`,
+//! server-sent events) that makes the real `codex app-server` play a `scenario.json` offline.
+//!
+//! One scripted turn per codex turn: a POST whose `client_metadata.turn_id` differs from the
+//! previous one starts the next scripted turn (leftovers of the previous one stay unserved, as
+//! the fake's cursor skips them); follow-up POSTs of the same turn (after a tool call or a
+//! dropped stream) get its next responses. Past the script, the fake's default answer.
+//! The cursor lives in the state dir (`model-cursor.json`), so a second server process on the
+//! same state dir continues where the first stopped. Every request is logged to
+//! `model-requests.jsonl`. See `docs/turns.md`.
+
+pub mod script;
+
+use serde_json::{json, Value};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use script::{Out, Reply};
+
+/// The provider id codex is pointed at.
+pub const PROVIDER: &str = "scripted";
+pub const CURSOR_FILE: &str = "model-cursor.json";
+pub const LOG_FILE: &str = "model-requests.jsonl";
+const LOCK_FILE: &str = "model-cursor.lock";
+/// Request bodies larger than this are refused (413); codex's grow with the thread.
+const MAX_BODY: u64 = 256 << 20;
+
+/// Where the script stands, shared by every model process on the state dir.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Cursor {
+    /// POSTs answered (the next response's number `n`, used in ids).
+    pub served: u64,
+    /// Of those, answered from the script (the rest got the default answer).
+    pub scripted: u64,
+    /// The scripted turn being played (None before the first POST).
+    pub turn: Option<u64>,
+    /// The next response of that turn.
+    pub response: u64,
+    /// codex's turn id of the last POST.
+    pub turn_id: Option<String>,
+}
+
+impl Cursor {
+    pub fn load(state: &Path) -> Cursor {
+        std::fs::read(state.join(CURSOR_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+}
+
+fn scenario(state: &Path) -> Value {
+    std::fs::read(state.join("scenario.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn turns(state: &Path) -> Vec<Value> {
+    scenario(state)["turns"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Scripted responses not served (yet), over the whole scenario.
+pub fn unserved(state: &Path) -> u64 {
+    let total: u64 = turns(state)
+        .iter()
+        .map(|t| script::responses(t).len() as u64)
+        .sum();
+    total.saturating_sub(Cursor::load(state).scripted)
+}
+
+/// An exclusive lock on the state dir's model files, across processes (flock) — the cursor
+/// update and the log line of one request happen together.
+struct Locked {
+    _file: File,
+}
+
+impl Locked {
+    fn take(state: &Path) -> io::Result<Locked> {
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(state.join(LOCK_FILE))?;
+        f.lock()?; // flock: released when the file closes
+        Ok(Locked { _file: f })
+    }
+}
+
+/// Takes the response for a POST of codex turn `turn_id` and advances the cursor.
+fn next_response(state: &Path, turn_id: Option<&str>) -> io::Result<(u64, Vec<Value>)> {
+    let mut c = Cursor::load(state);
+    let turns = turns(state);
+    let script_of = |t: Option<u64>| {
+        t.and_then(|t| turns.get(t as usize))
+            .map(script::responses)
+            .unwrap_or_default()
+    };
+    let new_turn = match turn_id {
+        Some(id) => c.turn_id.as_deref() != Some(id),
+        // A client that sends no turn id: a turn lasts while it has responses.
+        None => c.response >= script_of(c.turn).len() as u64,
+    };
+    if new_turn || c.turn.is_none() {
+        c.turn = Some(c.turn.map_or(0, |t| t + 1));
+        c.response = 0;
+    }
+    c.turn_id = turn_id.map(str::to_string);
+    let n = c.served;
+    let steps = match script_of(c.turn).get(c.response as usize) {
+        Some(r) => {
+            c.scripted += 1;
+            c.response += 1;
+            r.clone()
+        }
+        None => script::responses(&script::default_turn()).remove(0),
+    };
+    c.served += 1;
+    let tmp = state.join(format!("{CURSOR_FILE}.{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_vec(&c).unwrap_or_default())?;
+    std::fs::rename(&tmp, state.join(CURSOR_FILE))?;
+    Ok((n, steps))
+}
+
+struct Shared {
+    state: PathBuf,
+    stop: AtomicBool,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A running model. Dropping it (or [`Model::stop`]) stops serving, waits for its threads and
+/// frees the port.
+pub struct Model {
+    server: Arc<tiny_http::Server>,
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Model {
+    /// Binds `listen` (e.g. `127.0.0.1:0`) and serves `state/scenario.json`.
+    pub fn start(listen: &str, state: &Path) -> io::Result<Model> {
+        std::fs::create_dir_all(state)?;
+        let server = tiny_http::Server::http(listen).map_err(io::Error::other)?;
+        let addr = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| io::Error::other("not an IP listener"))?;
+        let server = Arc::new(server);
+        let shared = Arc::new(Shared {
+            state: state.to_path_buf(),
+            stop: AtomicBool::new(false),
+            workers: Mutex::new(Vec::new()),
+        });
+        let (srv, sh) = (server.clone(), shared.clone());
+        let acceptor = std::thread::Builder::new()
+            .name("model-accept".into())
+            .spawn(move || {
+                while let Ok(req) = srv.recv() {
+                    if sh.stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let sh2 = sh.clone();
+                    // One thread per request: a stream may be held open by `delay` steps.
+                    let h = std::thread::Builder::new()
+                        .name("model-request".into())
+                        .spawn(move || handle(req, &sh2));
+                    let mut ws = sh.workers.lock().unwrap_or_else(|e| e.into_inner());
+                    ws.retain(|w| !w.is_finished());
+                    ws.extend(h.ok());
+                }
+            })?;
+        Ok(Model {
+            server,
+            shared,
+            addr,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The provider's `base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn stop(self) {}
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.server.unblock();
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+        let workers = std::mem::take(
+            &mut *self
+                .shared
+                .workers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for w in workers {
+            let _ = w.join();
+        }
+        // The listener closes when the last `Arc<Server>` (this one) drops.
+    }
+}
+
+/// The provider settings, as `-c key=value` values for codex (TOML values).
+pub fn overrides(base_url: &str, stream_retries: bool) -> Vec<String> {
+    let p = format!("model_providers.{PROVIDER}");
+    let mut v = vec![
+        format!("model_provider={PROVIDER:?}"),
+        format!("{p}.name={PROVIDER:?}"),
+        format!("{p}.base_url={base_url:?}"),
+        format!("{p}.wire_api=\"responses\""),
+        format!("{p}.request_max_retries=0"),
+    ];
+    if stream_retries {
+        v.push(format!("{p}.stream_max_retries=0"));
+    }
+    v
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+fn respond(req: tiny_http::Request, status: u16, text: &str) {
+    let _ = req.respond(tiny_http::Response::from_string(text).with_status_code(status));
+}
+
+fn handle(mut req: tiny_http::Request, sh: &Shared) {
+    let mut body = Vec::new();
+    let read = req
+        .as_reader()
+        .take(MAX_BODY + 1)
+        .read_to_end(&mut body)
+        .is_ok();
+    let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+    let path = req.url().split('?').next().unwrap_or_default().to_string();
+    let post = *req.method() == tiny_http::Method::Post;
+    let turn_id = parsed
+        .as_ref()
+        .and_then(|b| b["client_metadata"]["turn_id"].as_str())
+        .map(str::to_string);
+    let Ok(_lock) = Locked::take(&sh.state) else {
+        return respond(req, 500, "cannot lock the model cursor");
+    };
+    let ok = post && path == "/v1/responses" && read && parsed.is_some();
+    let (n, steps) = if ok {
+        match next_response(&sh.state, turn_id.as_deref()) {
+            Ok((n, s)) => (Some(n), s),
+            Err(e) => return respond(req, 500, &format!("cannot advance the cursor: {e}")),
+        }
+    } else {
+        (None, Vec::new())
+    };
+    let headers: Vec<Value> = req
+        .headers()
+        .iter()
+        .map(|h| json!([h.field.as_str().as_str(), h.value.as_str()]))
+        .collect();
+    let body_json =
+        parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let line = json!({"n": n, "t_ms": now_ms(), "pid": std::process::id(),
+                      "method": req.method().as_str(), "url": req.url(),
+                      "headers": headers, "body": body_json});
+    if let Ok(mut f) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(sh.state.join(LOG_FILE))
+    {
+        let _ = f.write_all(format!("{line}\n").as_bytes());
+    }
+    drop(_lock);
+    let Some(n) = n else {
+        return match (path == "/v1/responses", post) {
+            (false, _) => respond(req, 404, "not found"),
+            (true, false) => respond(req, 405, "method not allowed"),
+            (true, true) if !read || body.len() as u64 > MAX_BODY => {
+                respond(req, 413, "body too large")
+            }
+            (true, true) => respond(req, 400, "body is not JSON"),
+        };
+    };
+    match script::reply(n, &steps) {
+        Reply::Http { status, body } => respond(req, status, &body),
+        Reply::Stream(out) => stream(req, &out, sh),
+    }
+}
+
+/// Writes the stream with our own head and chunked framing: tiny_http's chunked encoder
+/// buffers 8 KiB, which would hold events back from codex (and break `delay` and interrupts).
+fn stream(req: tiny_http::Request, out: &[Out], sh: &Shared) {
+    let mut w = req.into_writer();
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
+    let mut ok = w
+        .write_all(head.as_bytes())
+        .and_then(|()| w.flush())
+        .is_ok();
+    // An empty chunk is the end of the body.
+    let mut chunk = |data: &[u8]| -> io::Result<()> {
+        write!(w, "{:x}\r\n", data.len())?;
+        w.write_all(data)?;
+        w.write_all(b"\r\n")?;
+        w.flush()
+    };
+    for o in out {
+        match o {
+            Out::Event(e) if ok => {
+                let t = e["type"].as_str().unwrap_or_default();
+                ok = chunk(format!("event: {t}\ndata: {e}\n\n").as_bytes()).is_ok();
+            }
+            Out::Event(_) => {}
+            Out::Delay(ms) => {
+                // In slices, so a stopping model does not wait out a long delay.
+                let mut left = *ms;
+                while left > 0 && !sh.stop.load(Ordering::SeqCst) {
+                    let step = left.min(50);
+                    std::thread::sleep(Duration::from_millis(step));
+                    left -= step;
+                }
+            }
+        }
+    }
+    if ok {
+        // The body ends properly; a script that drops the stream simply has no
+        // response.completed in it.
+        let _ = chunk(b"");
+    }
+}
+
+/// Serve a scenario as the scripted model (a Responses API on loopback) for a real codex
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Prints the port on the first line of stdout, then the codex settings \
+that point at it. Serves until stdin closes or SIGTERM/SIGINT.\n\
+Example: codex-wire model --state-dir st < /dev/tty"
+)]
+pub struct Cli {
+    /// The state dir: scenario.json (read on every request), model-cursor.json,
+    /// model-requests.jsonl
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: PathBuf,
+    /// Address to bind
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:0")]
+    pub listen: String,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+pub fn main(cli: Cli) -> ExitCode {
+    let model = match Model::start(&cli.listen, &cli.state_dir) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("codex-wire model: cannot serve on {}: {e}", cli.listen);
+            return ExitCode::from(2);
+        }
+    };
+    let url = model.base_url();
+    let mut out = format!("{}\n# codex -c overrides:\n", model.port());
+    for o in overrides(&url, true) {
+        out.push_str(&format!("-c '{o}' "));
+    }
+    out.push_str(&format!(
+        "\n# or in $CODEX_HOME/config.toml:\nmodel_provider = {PROVIDER:?}\n\n\
+         [model_providers.{PROVIDER}]\nname = {PROVIDER:?}\nbase_url = {url:?}\n\
+         wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+    ));
+    let mut stdout = io::stdout().lock();
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
+    drop(stdout);
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+    // stdin is read on its own thread (it blocks); the main thread polls both ways to stop.
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+        let _ = tx.send(());
+    });
+    while !STOP.load(Ordering::SeqCst) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            _ => break,
+        }
+    }
+    drop(model);
+    eprintln!(
+        "codex-wire model: {} scripted responses unserved",
+        unserved(&cli.state_dir)
+    );
+    ExitCode::SUCCESS
+}

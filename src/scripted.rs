@@ -1,0 +1,150 @@
+//! `codex-wire scripted [--state-dir DIR] -- <codex command…>`: the fake's contract (state dir,
+//! `scenario.json`, `transcript.jsonl`) played by the real server. The scripted model
+//! ([`crate::model`]) serves the scenario on loopback, codex is pointed at it with `-c`
+//! overrides, and the command runs behind the proxy, which appends to `DIR/transcript.jsonl`.
+
+use crate::model::{self, Model};
+use crate::proxy;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Run a real `codex app-server` against the scripted model, behind the checking proxy
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit: the command's own (128+N when a signal N ends it), 127 when it \
+cannot start, 2 on a usage error.\n\
+Example: codex-wire scripted --state-dir st -- codex app-server"
+)]
+pub struct Cli {
+    /// State dir: scenario.json, transcript.jsonl (appended), model-cursor.json,
+    /// model-requests.jsonl [default: a fresh temp dir]
+    #[arg(long, value_name = "DIR", env = "CODEX_WIRE_FAKE_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print the proxy's findings and summary on stderr
+    #[arg(long)]
+    pub findings: bool,
+    /// Ignored field paths not to flag (repeatable)
+    #[arg(long = "allow-ignored", value_name = "GLOB")]
+    pub allow_ignored: Vec<String>,
+    /// The codex command and its arguments, after `--` (e.g. `codex app-server`)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Whether `config.toml` sets the scripted provider's `stream_max_retries` (a retry case):
+/// a `-c` would override it, since codex ranks `-c` above config.toml. A line scan, enough
+/// for the table form `[model_providers.scripted]` and the dotted form.
+pub fn config_sets_stream_retries(toml: &str) -> bool {
+    let key = "stream_max_retries";
+    let table = format!("model_providers.{}", model::PROVIDER);
+    let mut section = String::new();
+    for line in toml.lines() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            section = h.trim_end_matches(']').trim().replace(' ', "");
+            continue;
+        }
+        let Some((k, _)) = l.split_once('=') else {
+            continue;
+        };
+        let k = k.trim().replace(' ', "");
+        let full = if section.is_empty() {
+            k
+        } else {
+            format!("{section}.{k}")
+        };
+        if full == format!("{table}.{key}") {
+            return true;
+        }
+    }
+    false
+}
+
+pub fn main(cli: Cli) -> ExitCode {
+    const NAME: &str = "codex-wire scripted";
+    let dir = match cli.state_dir.filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d,
+        None => std::env::temp_dir().join(format!("codex-wire-scripted-{}", std::process::id())),
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("{NAME}: cannot create state dir {}: {e}", dir.display());
+        return ExitCode::from(2);
+    }
+    let dir = dir.canonicalize().unwrap_or(dir);
+    // CODEX_HOME: the caller's, else one in the state dir, so the machine's ~/.codex (auth,
+    // config) never reaches the run. HOME is left alone: codex reads nothing from it once
+    // CODEX_HOME is set, and the commands the model runs should see the user's.
+    let codex_home = match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+        Some(h) => PathBuf::from(h),
+        None => {
+            let h = dir.join("codex-home");
+            if let Err(e) = std::fs::create_dir_all(&h) {
+                eprintln!("{NAME}: cannot create {}: {e}", h.display());
+                return ExitCode::from(2);
+            }
+            std::env::set_var("CODEX_HOME", &h);
+            h
+        }
+    };
+    let model = match Model::start("127.0.0.1:0", &dir) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{NAME}: cannot start the model: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let exit = run(
+        &cli.command,
+        &cli.allow_ignored,
+        !cli.findings,
+        &dir,
+        &codex_home,
+        &model,
+    );
+    // The child is gone: stop the model before a signal is re-raised (no Drop after that).
+    drop(model);
+    exit.exit_code()
+}
+
+/// The command with the model's overrides appended, behind the proxy.
+fn run(
+    command: &[String],
+    allow: &[String],
+    quiet: bool,
+    dir: &Path,
+    codex_home: &Path,
+    model: &Model,
+) -> proxy::Exit {
+    let config = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
+    let mut argv = command.to_vec();
+    for o in model::overrides(&model.base_url(), !config_sets_stream_retries(&config)) {
+        argv.push("-c".into());
+        argv.push(o);
+    }
+    let transcript = dir.join("transcript.jsonl");
+    proxy::run(&proxy::Options {
+        name: "codex-wire scripted",
+        command: &argv,
+        transcript: Some(&transcript),
+        append: true,
+        allow_ignored: allow,
+        quiet,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config_sets_stream_retries as sets;
+
+    #[test]
+    fn finds_stream_retries_in_table_and_dotted_forms() {
+        assert!(sets(
+            "[model_providers.scripted]\nname = \"s\"\nstream_max_retries = 1\n"
+        ));
+        assert!(sets("model_providers.scripted.stream_max_retries=2"));
+        assert!(!sets(
+            "[model_providers.other]\nstream_max_retries = 1\n[model_providers.scripted]\n"
+        ));
+        assert!(!sets("stream_max_retries = 1"));
+    }
+}
