@@ -60,6 +60,24 @@ pub fn config_sets_stream_retries(toml: &str) -> bool {
     false
 }
 
+/// The keys the command's own `-c key=value` / `--config key=value` set.
+fn override_keys(command: &[String]) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut args = command.iter();
+    while let Some(a) = args.next() {
+        let kv = match a.as_str() {
+            "-c" | "--config" => args.next().map(String::as_str),
+            _ => a
+                .strip_prefix("--config=")
+                .or_else(|| a.strip_prefix("-c").filter(|v| !v.is_empty())),
+        };
+        if let Some((k, _)) = kv.and_then(|kv| kv.split_once('=')) {
+            keys.push(k.trim().to_string());
+        }
+    }
+    keys
+}
+
 pub fn main(cli: Cli) -> ExitCode {
     const NAME: &str = "codex-wire scripted";
     let dir = match cli.state_dir.filter(|d| !d.as_os_str().is_empty()) {
@@ -116,10 +134,17 @@ fn run(
     model: &Model,
 ) -> proxy::Exit {
     let config = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
+    let given = override_keys(command);
     let mut argv = command.to_vec();
     for o in model::overrides(&model.base_url(), !config_sets_stream_retries(&config)) {
-        argv.push("-c".into());
-        argv.push(o);
+        // The later `-c` wins: one the caller wrote is kept.
+        if !given
+            .iter()
+            .any(|k| o.split_once('=').is_some_and(|(ok, _)| ok == k))
+        {
+            argv.push("-c".into());
+            argv.push(o);
+        }
     }
     let transcript = dir.join("transcript.jsonl");
     proxy::run(&proxy::Options {
@@ -135,6 +160,21 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::config_sets_stream_retries as sets;
+
+    #[test]
+    fn keys_the_command_sets() {
+        let argv: Vec<String> = [
+            "codex",
+            "app-server",
+            "-c",
+            "a.b=1",
+            "--config=x=\"y\"",
+            "-cz=2",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(super::override_keys(&argv), ["a.b", "x", "z"]);
+    }
 
     #[test]
     fn finds_stream_retries_in_table_and_dotted_forms() {
