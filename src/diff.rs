@@ -25,6 +25,7 @@ pub const FLOATING: &[&str] = &["remoteControl/status/changed", "configWarning"]
 const TIME_KEYS: &[&str] = &[
     "createdAt",
     "updatedAt",
+    "recencyAt",
     "startedAt",
     "completedAt",
     "startedAtMs",

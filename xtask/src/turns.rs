@@ -1,0 +1,110 @@
+//! `cargo xtask turns [--record] [NAME…]`: the recorded turn corpus (`tests/corpus/turns/`).
+//! Each `<name>.case.json` is run against the real binary behind `codex-wire scripted` (the
+//! scripted model plays the scenario); `--record` keeps the transcript as `<name>.real.jsonl`.
+//! Without `--record` the live real run is compared with the fake's run of the same case under
+//! the one masking rule (`codex_wire::diff`), and with the recording.
+
+use codex_wire::diff;
+use codex_wire::harness::{self, Server};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn corpus_dir() -> PathBuf {
+    crate::codex_bin::repo_root().join("tests/corpus/turns")
+}
+
+/// Builds `codex-wire` (debug) and returns its path.
+fn codex_wire_bin() -> Result<PathBuf, String> {
+    let root = crate::codex_bin::repo_root();
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "--bin", "codex-wire"])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cargo build: {e}"))?;
+    if !status.success() {
+        return Err("cargo build --bin codex-wire failed".into());
+    }
+    Ok(root.join("target/debug/codex-wire"))
+}
+
+fn compare(a: &Path, b: &Path) -> Result<(), String> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map_err(|e| format!("{}: {e}", p.display()))
+            .and_then(|t| diff::masked(&t))
+    };
+    let short = |e: Option<diff::Entry>| {
+        let s = e
+            .map(|e| format!("{} {}", e.dir, e.msg))
+            .unwrap_or_default();
+        s.chars().take(400).collect::<String>()
+    };
+    diff::compare(&read(a)?, &read(b)?).map_err(|m| {
+        format!(
+            "message {} differs: {}\n      A {}\n      B {}",
+            m.index,
+            m.why,
+            short(m.a),
+            short(m.b)
+        )
+    })
+}
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    let record = args.iter().any(|a| a == "--record");
+    let only: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let version = crate::codex_bin::pinned_version()?;
+    let codex = crate::codex_bin::ensure_codex(&version, None)?;
+    let bin = codex_wire_bin()?;
+    let dir = corpus_dir();
+    let cases = harness::load_cases(&dir)?;
+    let work = crate::codex_bin::repo_root().join("target/turns");
+    let (mut same, mut total, mut failed) = (0, 0, Vec::new());
+    for case in cases
+        .iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| **o == c.name))
+    {
+        total += 1;
+        let real = harness::run(
+            case,
+            &Server::Real {
+                bin: &bin,
+                codex: &codex,
+            },
+            &work.join(&case.name).join("real"),
+        )
+        .map_err(|e| format!("{}: real run: {e}", case.name))?;
+        let recorded = dir.join(format!("{}.real.jsonl", case.name));
+        if record {
+            std::fs::copy(&real, &recorded).map_err(|e| format!("{}: {e}", recorded.display()))?;
+        } else if recorded.exists() {
+            if let Err(e) = compare(&recorded, &real) {
+                println!(
+                    "  {}: the real server drifted from its recording: {e}",
+                    case.name
+                );
+            }
+        }
+        let fake = harness::run(
+            case,
+            &Server::Fake { bin: &bin },
+            &work.join(&case.name).join("fake"),
+        )
+        .map_err(|e| format!("{}: fake run: {e}", case.name))?;
+        match compare(&real, &fake) {
+            Ok(()) => {
+                same += 1;
+                println!("  {:<40} identical", case.name);
+            }
+            Err(e) => {
+                println!("  {:<40} {e}", case.name);
+                failed.push(case.name.clone());
+            }
+        }
+    }
+    println!("turn corpus: fake = real on {same}/{total} scenarios (A real, B fake)");
+    if record {
+        println!("recorded into {}", dir.display());
+    }
+    Ok(())
+}
