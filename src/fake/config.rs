@@ -11,6 +11,8 @@ pub struct Config {
     pub provider: String,
     pub approval_policy: String,
     pub sandbox_mode: String,
+    /// Whether a sandbox mode was configured at all (the default shows as a permission profile).
+    pub sandbox_configured: bool,
     /// The provider's `stream_max_retries`: how often a dropped stream is retried.
     pub stream_max_retries: u64,
 }
@@ -23,6 +25,7 @@ impl Default for Config {
             provider: "openai".into(),
             approval_policy: "on-request".into(),
             sandbox_mode: "read-only".into(),
+            sandbox_configured: false,
             stream_max_retries: 5,
         }
     }
@@ -93,6 +96,7 @@ impl Config {
             model: s("model", d.model),
             approval_policy: s("approval_policy", d.approval_policy),
             sandbox_mode: s("sandbox_mode", d.sandbox_mode),
+            sandbox_configured: get(&t, "sandbox_mode").is_some(),
             stream_max_retries: retries,
             provider,
         }
@@ -108,11 +112,12 @@ impl Config {
         }
     }
 
-    /// `activePermissionProfile` of thread results: only the read-only default names one.
+    /// `activePermissionProfile` of thread results: only the unconfigured default names one.
     pub fn permission_profile(&self) -> serde_json::Value {
-        match self.sandbox_mode.as_str() {
-            "read-only" => serde_json::json!({"id": ":read-only", "extends": null}),
-            _ => serde_json::Value::Null,
+        if self.sandbox_configured {
+            serde_json::Value::Null
+        } else {
+            serde_json::json!({"id": ":read-only", "extends": null})
         }
     }
 }

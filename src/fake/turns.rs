@@ -241,6 +241,17 @@ fn play(
             Err(End::Interrupted) => ctx.finish_interrupt(),
             Err(End::Cancelled) => {}
         }
+        // An interrupted turn reports no items; a finished one its answer (commentary is
+        // left out).
+        let summary: Vec<Value> = match &outcome {
+            Err(End::Interrupted) => Vec::new(),
+            _ => ctx
+                .messages
+                .iter()
+                .filter(|m| m["phase"] != "commentary")
+                .cloned()
+                .collect(),
+        };
         if last && !matches!(outcome, Err(End::Failed(_))) {
             ctx.status(json!({"type": "idle"}));
         }
@@ -249,7 +260,7 @@ fn play(
             status,
             Some(started),
             error.as_ref(),
-            &ctx.messages,
+            &summary,
         );
         let mut stored = turn.clone();
         stored["items"] = json!(ctx.items);
@@ -415,11 +426,21 @@ impl<'a> Ctx<'a> {
         );
     }
 
+    /// The thread's read state: its first unread turn stays the first one the client has not
+    /// marked read (this fake's clients never do).
     fn read_state(&self) {
+        let thread_id = self.ctl.thread_id.clone();
+        let first = self.conn.fake.store.update(|d| {
+            let f = &mut d["threads"][&thread_id]["firstUnread"];
+            if !f.is_string() {
+                *f = json!(self.turn_id);
+            }
+            f.clone()
+        });
         self.conn.notify(
             "thread/readState/changed",
             json!({"threadId": self.ctl.thread_id,
-                   "readState": {"firstUnread": {"type": "turn", "turnId": self.turn_id},
+                   "readState": {"firstUnread": {"type": "turn", "turnId": first},
                                  "revision": uuid::Uuid::now_v7().to_string()}}),
         );
     }
@@ -469,6 +490,16 @@ impl<'a> Ctx<'a> {
             })
             .collect();
         let id = uuid::Uuid::now_v7().to_string();
+        // The thread's preview is its first user text.
+        if let Some(text) = content.iter().find_map(|c| c["text"].as_str()) {
+            let thread_id = self.ctl.thread_id.clone();
+            self.conn.fake.store.update(|d| {
+                let p = &mut d["threads"][&thread_id]["preview"];
+                if p.as_str().is_none_or(str::is_empty) {
+                    *p = json!(text);
+                }
+            });
+        }
         self.item(json!({"type": "userMessage", "id": id, "clientId": null, "content": content}));
     }
 
@@ -499,6 +530,9 @@ impl<'a> Ctx<'a> {
             // The real server reports the aborted stream's rate limits before it answers
             // `turn/interrupt`.
             self.rate_limits();
+            if !self.messages.is_empty() {
+                self.read_state();
+            }
             self.ctl.acked.store(true, Ordering::SeqCst);
             return Err(End::Interrupted);
         }
@@ -666,6 +700,18 @@ impl<'a> Ctx<'a> {
                     step["message"].as_str().unwrap_or("turn failed"),
                 );
                 self.rate_limits();
+                if info == "contextWindowExceeded" {
+                    // The real server marks the window full before it reports the failure.
+                    let full = breakdown(0, 0, 0, 0);
+                    let mut full = full;
+                    full["totalTokens"] = json!(CONTEXT_WINDOW);
+                    self.notify(
+                        "thread/tokenUsage/updated",
+                        json!({"tokenUsage": {"total": full, "last": full,
+                                              "modelContextWindow": CONTEXT_WINDOW}}),
+                    );
+                    self.rate_limits();
+                }
                 return self.fail(message, info);
             }
             "compaction" => {
@@ -733,10 +779,16 @@ impl<'a> Ctx<'a> {
                 "item/reasoning/summaryPartAdded",
                 json!({"itemId": id, "summaryIndex": index}),
             );
-            self.notify(
-                "item/reasoning/summaryTextDelta",
-                json!({"itemId": id, "delta": part, "summaryIndex": index}),
-            );
+            // Two halves: how the scripted model streams a summary part.
+            let chars: Vec<char> = part.chars().collect();
+            let (a, b) = chars.split_at(chars.len() / 2);
+            for half in [a, b].into_iter().filter(|h| !h.is_empty()) {
+                self.notify(
+                    "item/reasoning/summaryTextDelta",
+                    json!({"itemId": id, "delta": half.iter().collect::<String>(),
+                           "summaryIndex": index}),
+                );
+            }
         }
         for (index, part) in content.iter().enumerate() {
             self.notify(
