@@ -42,6 +42,9 @@ pub struct Case {
     /// After the turns, ask for a compaction and wait for it.
     #[serde(default)]
     pub compact: bool,
+    /// Files outside the run's root that the case creates (removed before each run).
+    #[serde(default)]
+    pub cleanup: Vec<PathBuf>,
     /// config.toml settings that change what the server sends.
     #[serde(default = "default_model")]
     pub model: String,
@@ -313,6 +316,9 @@ fn matches_trigger(trigger: &str, msg: &Value) -> bool {
 /// Runs `case` against `server` under `root` (created fresh); returns the transcript's path.
 pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String> {
     let _ = std::fs::remove_dir_all(root);
+    for p in &case.cleanup {
+        let _ = std::fs::remove_file(p);
+    }
     let l = Layout::new(root).map_err(|e| format!("{}: {e}", root.display()))?;
     let io = |e: std::io::Error| e.to_string();
     std::fs::write(l.state.join("scenario.json"), case.scenario.to_string()).map_err(io)?;

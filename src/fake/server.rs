@@ -597,6 +597,8 @@ impl Conn {
     /// `thread/resume`'s result: `thread/start`'s plus the collaboration mode and paging cursors.
     fn resume_response(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
         let mut r = self.thread_response(thread_id, info, with_turns);
+        // A resumed thread reports the git state of its cwd (a started one does not yet).
+        r["thread"]["gitInfo"] = git_info(info["cwd"].as_str().unwrap_or("/"));
         let model = self.model_of(info);
         let mut out = Map::new();
         for (k, v) in r.as_object_mut().map(std::mem::take).unwrap_or_default() {
@@ -947,6 +949,28 @@ fn terminal_name() -> String {
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// `{"sha", "branch", "originUrl"}` of the repository holding `cwd`, or null outside one.
+fn git_info(cwd: &str) -> Value {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(cwd)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let Some(sha) = git(&["rev-parse", "HEAD"]) else {
+        return Value::Null;
+    };
+    let branch = git(&["rev-parse", "--abbrev-ref", "HEAD"]).filter(|b| b != "HEAD");
+    let origin = git(&["config", "--get", "remote.origin.url"]);
+    json!({"sha": sha, "branch": branch, "originUrl": origin})
 }
 
 fn host_name() -> String {

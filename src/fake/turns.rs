@@ -6,6 +6,7 @@
 use super::server::{lock, path_str, Conn};
 use super::state::{default_turn, now_ms, now_secs, scenario};
 use serde_json::{json, Map, Value};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -236,6 +237,9 @@ fn play(
         }
         // How the real server closes a turn: read state (not after an interrupt), then idle
         // (a failed turn leaves the thread in `systemError`), then `turn/completed`.
+        if let (Ok(()), Some(diff)) = (&outcome, ctx.turn_diff.clone()) {
+            ctx.notify("turn/diff/updated", json!({"diff": diff}));
+        }
         match &outcome {
             Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
             Err(End::Interrupted) => ctx.finish_interrupt(),
@@ -255,13 +259,7 @@ fn play(
         if last && !matches!(outcome, Err(End::Failed(_))) {
             ctx.status(json!({"type": "idle"}));
         }
-        let turn = turn_obj(
-            &turn_id,
-            status,
-            Some(started),
-            error.as_ref(),
-            &summary,
-        );
+        let turn = turn_obj(&turn_id, status, Some(started), error.as_ref(), &summary);
         let mut stored = turn.clone();
         stored["items"] = json!(ctx.items);
         conn.fake.store.update(|d| {
@@ -304,6 +302,8 @@ struct Ctx<'a> {
     usage: Option<Value>,
     /// Dropped streams retried so far in this turn.
     retries: u64,
+    /// The turn's diff so far (reported again when the turn ends).
+    turn_diff: Option<String>,
 }
 
 /// The `tokenUsage` breakdown, in the real server's key order.
@@ -373,6 +373,7 @@ impl<'a> Ctx<'a> {
             out: 0,
             usage: None,
             retries: 0,
+            turn_diff: None,
         };
         c.next_response();
         c
@@ -907,22 +908,24 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
+    /// An `apply_patch` call: the real server asks for approval only when a path lies outside
+    /// the sandbox's writable roots, applies the patch, and reports the turn's diff.
     fn file_change(&mut self, step: &Value) {
         let id = self.model_id("call");
-        let path = step["path"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("{}/README.md", self.cwd()));
-        let kind = step["change"].as_str().unwrap_or("add");
-        let changes = json!([{"path": path, "kind": {"type": kind},
-                              "diff": str_of(step, "diff", "+hello\n")}]);
+        let cwd = self.cwd();
+        let files = patch_files(step, &cwd);
+        let changes: Vec<Value> = files
+            .iter()
+            .map(|f| json!({"path": f.path, "kind": {"type": f.kind}, "diff": f.content}))
+            .collect();
         let base = json!({"type": "fileChange", "id": id, "changes": changes});
         let at = self.started(&merge(&base, json!({"status": "inProgress"})));
         let mut accepted = true;
-        if step["approval"].as_bool().unwrap_or(true) {
+        if files.iter().any(|f| self.needs_approval(&f.path, &cwd)) {
             self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
-            let params = self.scope(json!({"itemId": id, "startedAtMs": at,
-                                           "reason": step["reason"], "grantRoot": null}));
+            let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
+                                           "reason": step.get("reason").cloned().unwrap_or(Value::Null),
+                                           "grantRoot": null}));
             let reply = self.approval("item/fileChange/requestApproval", params, step);
             let d = reply.map(|r| r["result"]["decision"].clone());
             accepted = matches!(
@@ -933,6 +936,47 @@ impl<'a> Ctx<'a> {
         }
         let status = if accepted { "completed" } else { "declined" };
         self.completed(merge(&base, json!({"status": status})), at);
+        if accepted {
+            let mut diff = String::new();
+            for f in &files {
+                if f.kind == "add" {
+                    if let Some(dir) = Path::new(&f.path).parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    let _ = std::fs::write(&f.path, &f.content);
+                    // Inside the cwd the diff names the path relative to it.
+                    let shown = Path::new(&f.path)
+                        .strip_prefix(&cwd)
+                        .map_or_else(|_| f.path.clone(), path_str);
+                    diff.push_str(&git_add_diff(&shown, &f.content));
+                }
+            }
+            if !diff.is_empty() {
+                self.notify("turn/diff/updated", json!({"diff": diff}));
+                self.turn_diff = Some(diff);
+            }
+        }
+    }
+
+    /// Under `workspace-write` the writable roots are the cwd and the temp dirs; `read-only`
+    /// writes nowhere, `danger-full-access` everywhere.
+    fn needs_approval(&self, path: &str, cwd: &str) -> bool {
+        let cfg = &self.conn.fake.config;
+        if cfg.approval_policy == "never" {
+            return false;
+        }
+        match cfg.sandbox_mode.as_str() {
+            "danger-full-access" => false,
+            "workspace-write" => {
+                let tmpdir = std::env::var("TMPDIR").unwrap_or_default();
+                let roots = [cwd, "/tmp", tmpdir.as_str()];
+                !roots
+                    .iter()
+                    .filter(|r| !r.is_empty())
+                    .any(|r| Path::new(path).starts_with(r))
+            }
+            _ => true,
+        }
     }
 
     fn tool_call(&mut self, step: &Value) {
@@ -1059,6 +1103,102 @@ fn run_command(step: &Value, command: &str, cwd: &str) -> (String, String, i64) 
         }
         Err(e) => (String::new(), e.to_string(), 127),
     }
+}
+
+/// One file an `apply_patch` touches.
+struct PatchFile {
+    path: String,
+    kind: &'static str,
+    content: String,
+}
+
+/// The files of a `file_change` step: its `patch` (`*** Add File:` sections), else `path`
+/// (relative to cwd; `README.md` by default) with `content` or `diff` (`+` lines), as the
+/// scripted model builds the patch.
+fn patch_files(step: &Value, cwd: &str) -> Vec<PatchFile> {
+    let abs = |p: &str| {
+        if Path::new(p).is_absolute() {
+            p.to_string()
+        } else {
+            path_str(&Path::new(cwd).join(p))
+        }
+    };
+    if let Some(patch) = step["patch"].as_str() {
+        let mut files: Vec<PatchFile> = Vec::new();
+        for line in patch.lines() {
+            if let Some(p) = line.strip_prefix("*** Add File: ") {
+                files.push(PatchFile {
+                    path: abs(p.trim()),
+                    kind: "add",
+                    content: String::new(),
+                });
+            } else if let Some(p) = line.strip_prefix("*** Delete File: ") {
+                files.push(PatchFile {
+                    path: abs(p.trim()),
+                    kind: "delete",
+                    content: String::new(),
+                });
+            } else if let Some(p) = line.strip_prefix("*** Update File: ") {
+                files.push(PatchFile {
+                    path: abs(p.trim()),
+                    kind: "update",
+                    content: String::new(),
+                });
+            } else if line.starts_with("***") {
+                continue;
+            } else if let Some(f) = files.last_mut() {
+                let body = if f.kind == "add" {
+                    line.strip_prefix('+').unwrap_or(line)
+                } else {
+                    line
+                };
+                f.content.push_str(body);
+                f.content.push('\n');
+            }
+        }
+        return files;
+    }
+    let path = abs(step["path"].as_str().unwrap_or("README.md"));
+    let content = match step["content"].as_str() {
+        Some(c) => c.to_string(),
+        None => step["diff"]
+            .as_str()
+            .unwrap_or("+hello\n")
+            .lines()
+            .map(|l| format!("{}\n", l.strip_prefix('+').unwrap_or(l)))
+            .collect(),
+    };
+    let kind = match step["change"].as_str() {
+        Some("delete") => "delete",
+        Some("update") => "update",
+        _ => "add",
+    };
+    vec![PatchFile {
+        path,
+        kind,
+        content,
+    }]
+}
+
+/// The git diff of a new file, as `turn/diff/updated` carries it (paths are absolute outside a
+/// repository, hence `a//tmp/…`).
+fn git_add_diff(path: &str, content: &str) -> String {
+    let mut sha = sha1_smol::Sha1::new();
+    sha.update(format!("blob {}\0", content.len()).as_bytes());
+    sha.update(content.as_bytes());
+    let lines = content.lines().count();
+    let range = if lines == 1 {
+        "1".to_string()
+    } else {
+        format!("1,{lines}")
+    };
+    let body: String = content.lines().map(|l| format!("+{l}\n")).collect();
+    format!(
+        "diff --git a/{path} b/{path}\nnew file mode 100644\nindex \
+         0000000000000000000000000000000000000000..{}\n--- /dev/null\n+++ b/{path}\n\
+         @@ -0,0 +{range} @@\n{body}",
+        sha.digest()
+    )
 }
 
 fn str_of(v: &Value, key: &str, default: &str) -> String {

@@ -58,7 +58,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let bin = codex_wire_bin()?;
     let dir = corpus_dir();
     let cases = harness::load_cases(&dir)?;
-    let work = crate::codex_bin::repo_root().join("target/turns");
+    // Outside any git repository: the real server reports git state and repo-relative diffs
+    // for a cwd inside one.
+    let work = std::env::temp_dir().join("codex-wire-turns");
     let (mut same, mut total, mut failed) = (0, 0, Vec::new());
     for case in cases
         .iter()

@@ -1,0 +1,65 @@
+//! The recorded turn corpus (`tests/corpus/turns/`, written by `cargo xtask turns --record`
+//! from the real codex binary driven by the scripted model): for every scenario, the fake's
+//! transcript must equal the real server's under the one masking rule (`codex_wire::diff`).
+//! A scenario listed in `known_differences.txt` (with its reason) must still differ: a listed
+//! scenario that starts to match fails the test, so the list stays honest.
+
+use codex_wire::diff;
+use codex_wire::harness::{self, Server};
+use std::path::Path;
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/turns");
+
+fn known() -> Vec<String> {
+    std::fs::read_to_string(Path::new(CORPUS).join("known_differences.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
+    let cases = harness::load_cases(Path::new(CORPUS)).expect("the turn corpus");
+    assert!(cases.len() >= 25, "turn corpus too small: {}", cases.len());
+    let bin = Path::new(env!("CARGO_BIN_EXE_codex-wire"));
+    // Outside any git repository, as the recordings were made (git state shows in messages).
+    let work = std::env::temp_dir().join(format!("codex-wire-turns-test-{}", std::process::id()));
+    let known = known();
+    let (mut same, mut failures, mut stale) = (0, Vec::new(), Vec::new());
+    for case in &cases {
+        let recorded = Path::new(CORPUS).join(format!("{}.real.jsonl", case.name));
+        let real = std::fs::read_to_string(&recorded)
+            .unwrap_or_else(|e| panic!("{}: {e} (cargo xtask turns --record)", recorded.display()));
+        let fake = harness::run(case, &Server::Fake { bin }, &work.join(&case.name))
+            .unwrap_or_else(|e| panic!("{}: the fake run failed: {e}", case.name));
+        let fake = std::fs::read_to_string(fake).unwrap();
+        let result = diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
+        let listed = known.contains(&case.name);
+        match (result, listed) {
+            (Ok(()), false) => same += 1,
+            (Ok(()), true) => stale.push(case.name.clone()),
+            (Err(_), true) => {}
+            (Err(m), false) => failures.push(format!(
+                "{}: message {} differs: {}\n  real {}\n  fake {}",
+                case.name,
+                m.index,
+                m.why,
+                m.a.map(|e| e.msg.to_string()).unwrap_or_default(),
+                m.b.map(|e| e.msg.to_string()).unwrap_or_default(),
+            )),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    eprintln!(
+        "turn corpus: {same}/{} scenarios identical, {} known differences",
+        cases.len(),
+        known.len()
+    );
+    assert!(
+        stale.is_empty(),
+        "listed in known_differences.txt but now identical: {stale:?}"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
