@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the README's test command. Installs the pinned real `codex` binary (npm,
 //! into `target/codex-cache/`), runs every workspace test with `CODEX_WIRE_CODEX` pointing at
-//! it, then the live differential conformance run and the ignored-path oracle against it.
+//! it, then the live differential conformance run, the ignored-path oracle and the turn
+//! corpus (real server with the scripted model against the fake) against it.
 
 use std::process::Command;
 
@@ -24,5 +25,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     );
     crate::conformance::main(&["--codex".to_string(), codex.display().to_string()])?;
     println!("== live ignored-path oracle");
-    crate::oracle::main(&[])
+    crate::oracle::main(&[])?;
+    println!("== live turn corpus: the real server (scripted model) against the fake");
+    crate::turns::main(&[])
 }
