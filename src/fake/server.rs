@@ -915,7 +915,9 @@ impl Conn {
     fn compact_start(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, _) = self.loaded(params)?;
         self.result(id, json!({}));
-        let script = json!({"steps": [{"kind": "compaction"}]});
+        // The real server asks the model for the summary: that takes the next scripted turn.
+        turns::skip_script(self);
+        let script = json!({"compact": true, "steps": []});
         turns::start(self, &thread_id, Some(script), false).map(|_| ())
     }
 }

@@ -60,6 +60,13 @@ enum End {
     Interrupted,
     /// An approval answered `cancel`.
     Cancelled,
+    /// Input was steered in: the model's response is abandoned (never leaves `run`).
+    Steered,
+}
+
+/// Consumes the next scripted turn without playing it (a compaction's summary request).
+pub fn skip_script(conn: &Conn) {
+    let _ = next_script(conn);
 }
 
 /// Takes the next scripted turn (or the default one) and advances the shared cursor.
@@ -222,14 +229,19 @@ fn play(
             ctx.user_message(input);
         }
         let steps = part["steps"].as_array().cloned().unwrap_or_default();
-        let outcome = ctx.run(&steps);
+        let compact = part["compact"] == true;
+        let outcome = if compact {
+            ctx.compaction()
+        } else {
+            ctx.run(&steps)
+        };
         let paused = lock(&ctl.goal_status)
             .as_deref()
             .is_some_and(|s| s != "active");
         let last = n + 1 == count || outcome.is_err() || paused;
         let (status, error) = match &outcome {
             Ok(()) => ("completed", None),
-            Err(End::Interrupted | End::Cancelled) => ("interrupted", None),
+            Err(End::Interrupted | End::Cancelled | End::Steered) => ("interrupted", None),
             Err(End::Failed(e)) => ("failed", Some(e.clone())),
         };
         if goal && last && status == "completed" && !paused {
@@ -241,9 +253,10 @@ fn play(
             ctx.notify("turn/diff/updated", json!({"diff": diff}));
         }
         match &outcome {
+            Ok(()) if compact => {}
             Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
             Err(End::Interrupted) => ctx.finish_interrupt(),
-            Err(End::Cancelled) => {}
+            Err(End::Cancelled | End::Steered) => {}
         }
         // An interrupted turn reports no items; a finished one its answer (commentary is
         // left out).
@@ -304,6 +317,8 @@ struct Ctx<'a> {
     retries: u64,
     /// The turn's diff so far (reported again when the turn ends).
     turn_diff: Option<String>,
+    /// A model response is being streamed (its usage not yet reported).
+    open: bool,
 }
 
 /// The `tokenUsage` breakdown, in the real server's key order.
@@ -374,6 +389,7 @@ impl<'a> Ctx<'a> {
             usage: None,
             retries: 0,
             turn_diff: None,
+            open: false,
         };
         c.next_response();
         c
@@ -388,6 +404,7 @@ impl<'a> Ctx<'a> {
         });
         self.out = 0;
         self.usage = None;
+        self.open = true;
     }
 
     /// The model's id for the next output item of this response (`msg_3_0`, `call_3_1`, …).
@@ -466,8 +483,11 @@ impl<'a> Ctx<'a> {
             "item/completed",
             json!({"item": item, "contentTokenCount": null, "completedAtMs": at}),
         );
-        if item["type"] == "agentMessage" {
-            self.messages.push(item.clone());
+        match item["type"].as_str() {
+            Some("agentMessage") => self.messages.push(item.clone()),
+            // The turn's answer is what the model said after the last user input.
+            Some("userMessage") => self.messages.clear(),
+            _ => {}
         }
         self.items.push(item);
     }
@@ -521,11 +541,10 @@ impl<'a> Ctx<'a> {
         self.notify("thread/goal/updated", json!({"goal": goal}));
     }
 
-    /// Between steps: steered input becomes a userMessage item; an interrupt ends the turn.
+    /// Between steps: an interrupt ends the turn (steered input waits for the response's end).
     fn check(&mut self) -> Result<(), End> {
-        let steers: Vec<Value> = std::mem::take(&mut *lock(&self.ctl.steers));
-        for s in steers {
-            self.user_message(&s);
+        if !lock(&self.ctl.steers).is_empty() {
+            return Err(End::Steered);
         }
         if self.ctl.interrupted() || self.conn.is_closed() {
             // The real server reports the aborted stream's rate limits before it answers
@@ -550,6 +569,10 @@ impl<'a> Ctx<'a> {
 
     /// The model's response is complete: usage, then the account's rate limits.
     fn end_response(&mut self) {
+        if !self.open {
+            return;
+        }
+        self.open = false;
         let u = self.usage.take().unwrap_or(Value::Null);
         let n = |k: &str| u[k].as_i64().unwrap_or(0);
         let last = breakdown(n("input"), n("cached"), n("output"), n("reasoning"));
@@ -571,7 +594,6 @@ impl<'a> Ctx<'a> {
             json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
         );
         self.rate_limits();
-        self.next_response();
     }
 
     /// The stream ended early: retried while the provider allows it, else the turn fails.
@@ -588,7 +610,7 @@ impl<'a> Ctx<'a> {
                           json!(STREAM_CLOSED)),
                        "willRetry": true}),
             );
-            self.next_response();
+            self.open = false;
             return Ok(());
         }
         self.fail(STREAM_CLOSED.to_string(), json!("other"))
@@ -601,15 +623,84 @@ impl<'a> Ctx<'a> {
         Err(End::Failed(error))
     }
 
-    /// Plays a turn's steps as model responses: a tool call ends a response (the tool runs,
-    /// then the model is asked again), a failure ends the turn.
+    /// Plays a turn's steps as model responses, cut as the scripted model cuts them: a tool call
+    /// ends a response (the tool runs, then the model is asked again), a failure ends the turn.
+    /// Input steered in while the model streams abandons that response: the real server adds the
+    /// input and asks again (the turn's next scripted response, else the default answer).
     fn run(&mut self, steps: &[Value]) -> Result<(), End> {
-        for step in steps {
-            self.check()?;
-            self.step(step)?;
+        let mut queue: std::collections::VecDeque<Vec<Value>> =
+            split_responses(steps).into_iter().collect();
+        let mut first = true;
+        while let Some(response) = queue.pop_front() {
+            if !first && !self.open {
+                self.next_response();
+            }
+            first = false;
+            let played = response.iter().try_for_each(|step| {
+                self.check()?;
+                self.step(step)
+            });
+            match played.and_then(|()| self.check()) {
+                Ok(()) => {
+                    // A tool's output, or a retried stream, goes back to the model: past the
+                    // script it gives the default answer.
+                    let last = response
+                        .last()
+                        .and_then(|s| s["kind"].as_str())
+                        .unwrap_or("");
+                    let follow_up = TOOL_STEPS.contains(&last) || !self.open;
+                    self.end_response();
+                    if follow_up && queue.is_empty() {
+                        queue.push_back(
+                            default_turn()["steps"]
+                                .as_array()
+                                .cloned()
+                                .unwrap_or_default(),
+                        );
+                    }
+                }
+                Err(End::Steered) => {
+                    self.rate_limits();
+                    self.open = false;
+                    self.take_steers();
+                    if queue.is_empty() {
+                        queue.push_back(
+                            default_turn()["steps"]
+                                .as_array()
+                                .cloned()
+                                .unwrap_or_default(),
+                        );
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
-        self.check()?;
-        self.end_response();
+        Ok(())
+    }
+
+    /// Steered input becomes userMessage items; whether there was any.
+    fn take_steers(&mut self) -> bool {
+        let steers: Vec<Value> = std::mem::take(&mut *lock(&self.ctl.steers));
+        for s in &steers {
+            self.user_message(s);
+        }
+        !steers.is_empty()
+    }
+
+    /// `thread/compact/start`'s turn, as the real server runs it: the compaction item around
+    /// three usage reports (the last one estimates the compacted history), no read state.
+    fn compaction(&mut self) -> Result<(), End> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let item = json!({"type": "contextCompaction", "id": id});
+        let at = self.started(&item);
+        // The real third report's `last.totalTokens` is codex's estimate of the compacted
+        // history, its built-in prompt included: not modeled (known difference).
+        // One model request (the summary: the response opened for this turn), three reports.
+        for _ in 0..3 {
+            self.open = true;
+            self.end_response();
+        }
+        self.completed(item, at);
         Ok(())
     }
 
@@ -661,18 +752,9 @@ impl<'a> Ctx<'a> {
             "reasoning" => self.reasoning(step),
             "message" => self.message(step),
             "usage" => self.usage = Some(step.clone()),
-            "command" => {
-                self.command(step)?;
-                self.end_response();
-            }
-            "file_change" => {
-                self.file_change(step);
-                self.end_response();
-            }
-            "tool_call" => {
-                self.tool_call(step);
-                self.end_response();
-            }
+            "command" => self.command(step)?,
+            "file_change" => self.file_change(step),
+            "tool_call" => self.tool_call(step),
             "user_input" => {
                 let id = self.model_id("call");
                 let questions = step.get("questions").cloned().unwrap_or_else(|| {
@@ -683,7 +765,6 @@ impl<'a> Ctx<'a> {
                 let params =
                     self.scope(json!({"itemId": id, "questions": questions, "isBlocking": true}));
                 self.request("item/tool/requestUserInput", params, step);
-                self.end_response();
             }
             "message_partial" => {
                 let id = self.model_id("msg");
@@ -1103,6 +1184,44 @@ fn run_command(step: &Value, command: &str, cwd: &str) -> (String, String, i64) 
         }
         Err(e) => (String::new(), e.to_string(), 127),
     }
+}
+
+/// Steps after which the scripted model ends its response (`model/script.rs` cuts the same).
+const ENDS_RESPONSE: &[&str] = &[
+    "command",
+    "file_change",
+    "tool_call",
+    "user_input",
+    "permissions",
+    "fail",
+    "message_partial",
+    "error_note",
+];
+
+/// Stream-ending steps whose output the model is asked about next.
+const TOOL_STEPS: &[&str] = &[
+    "command",
+    "file_change",
+    "tool_call",
+    "user_input",
+    "permissions",
+];
+
+/// A turn's steps as model responses.
+fn split_responses(steps: &[Value]) -> Vec<Vec<Value>> {
+    let mut out = vec![Vec::new()];
+    for step in steps {
+        if let Some(cur) = out.last_mut() {
+            cur.push(step.clone());
+        }
+        if ENDS_RESPONSE.contains(&step["kind"].as_str().unwrap_or_default()) {
+            out.push(Vec::new());
+        }
+    }
+    if out.len() > 1 && out.last().is_some_and(Vec::is_empty) {
+        out.pop();
+    }
+    out
 }
 
 /// One file an `apply_patch` touches.

@@ -19,6 +19,8 @@ const MODEL_KINDS: &[&str] = &[
     "tool_call",
     "user_input",
     "permissions",
+    // A pause in the stream: the model at work (the fake waits the same way).
+    "sleep",
     // Model-only: the fake reports them as unknown.
     "http_error",
     "delay",
@@ -52,7 +54,7 @@ fn kind(step: &Value) -> &str {
     step["kind"].as_str().unwrap_or_default()
 }
 
-/// Whether the model plays this step (fake-only kinds such as `crash`, `sleep`, `notify` are
+/// Whether the model plays this step (fake-only kinds such as `crash`, `progress`, `notify` are
 /// skipped: nothing in a model response can make the real server do them).
 pub fn plays(step: &Value) -> bool {
     MODEL_KINDS.contains(&kind(step))
@@ -216,6 +218,10 @@ pub fn reply(n: u64, steps: &[Value]) -> Reply {
             // allows (the notice's text and willRetry are codex's own).
             "error_note" => return Reply::Stream(w.out),
             "delay" => w.out.push(Out::Delay(step["ms"].as_u64().unwrap_or(0))),
+            "sleep" => {
+                let secs = step["seconds"].as_f64().unwrap_or(0.0).clamp(0.0, 3600.0);
+                w.out.push(Out::Delay((secs * 1000.0) as u64));
+            }
             "raw" => w.event(step["event"].clone()),
             _ => {}
         }
@@ -407,7 +413,7 @@ mod tests {
         let turn = json!({"steps": [
             {"kind": "reasoning", "summary": "s"},
             {"kind": "command", "command": "echo hi"},
-            {"kind": "sleep", "seconds": 1},
+            {"kind": "notify", "method": "x"},
             {"kind": "message", "text": "done"},
         ]});
         let rs = responses(&turn);
