@@ -28,6 +28,7 @@ fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
     let work = std::env::temp_dir().join(format!("codex-wire-turns-test-{}", std::process::id()));
     let known = known();
     let (mut same, mut failures, mut stale) = (0, Vec::new(), Vec::new());
+    let mut drift = Vec::new();
     for case in &cases {
         let recorded = Path::new(CORPUS).join(format!("{}.real.jsonl", case.name));
         let real = std::fs::read_to_string(&recorded)
@@ -35,6 +36,7 @@ fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
         let fake = harness::run(case, &Server::Fake { bin }, &work.join(&case.name))
             .unwrap_or_else(|e| panic!("{}: the fake run failed: {e}", case.name));
         let fake = std::fs::read_to_string(fake).unwrap();
+        drift.extend(schema_drift(&case.name, &fake));
         let result = diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
         let listed = known.contains(&case.name);
         match (result, listed) {
@@ -62,4 +64,29 @@ fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
         "listed in known_differences.txt but now identical: {stale:?}"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(drift.is_empty(), "the fake's lines drift from the schema: {drift:#?}");
+}
+
+/// Every line the fake wrote, checked as `validate` checks a server: no violation, no key the
+/// schema lacks, no always-sent field missing.
+fn schema_drift(name: &str, transcript: &str) -> Vec<String> {
+    let mut s = codex_wire::Session::new();
+    let mut out = Vec::new();
+    for line in transcript.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(msg) = e.get("msg") else { continue };
+        let bytes = msg.to_string();
+        if e["dir"] == "in" {
+            s.feed(bytes.as_bytes());
+            continue;
+        }
+        let v = s.feed_server(bytes.as_bytes());
+        if v.violation.is_some() || !v.ignored.is_empty() || !v.missing.is_empty() {
+            out.push(format!(
+                "{name}: {bytes}: {:?} {:?} {:?}",
+                v.violation, v.ignored, v.missing
+            ));
+        }
+    }
+    out
 }
