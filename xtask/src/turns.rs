@@ -52,7 +52,22 @@ fn compare(a: &Path, b: &Path) -> Result<(), String> {
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let record = args.iter().any(|a| a == "--record");
-    let only: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    // `--fake-bin PATH`: another fake (an older build, a team's own) compared with the
+    // recordings instead of a live real run.
+    let other = args
+        .iter()
+        .position(|a| a == "--fake-bin")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    let only: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--fake-bin"))
+        .map(|(_, a)| a)
+        .collect();
+    if let Some(fake_bin) = other {
+        return against_recordings(&fake_bin, &only);
+    }
     let version = crate::codex_bin::pinned_version()?;
     let codex = crate::codex_bin::ensure_codex(&version, None)?;
     let bin = codex_wire_bin()?;
@@ -124,5 +139,36 @@ pub fn main(args: &[String]) -> Result<(), String> {
             "the fake differs from the real server on {unexpected:?}"
         ));
     }
+    Ok(())
+}
+
+/// A fake binary against the recorded real transcripts (no real server needed).
+fn against_recordings(fake_bin: &Path, only: &[&String]) -> Result<(), String> {
+    let dir = corpus_dir();
+    let work = std::env::temp_dir().join("codex-wire-turns-other");
+    let (mut same, mut total) = (0, 0);
+    for case in harness::load_cases(&dir)?
+        .iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| **o == c.name))
+    {
+        total += 1;
+        let recorded = dir.join(format!("{}.real.jsonl", case.name));
+        let fake = harness::run(
+            case,
+            &Server::Fake { bin: fake_bin },
+            &work.join(&case.name),
+        );
+        match fake.and_then(|f| compare(&recorded, &f)) {
+            Ok(()) => {
+                same += 1;
+                println!("  {:<40} identical", case.name);
+            }
+            Err(e) => println!("  {:<40} {e}", case.name),
+        }
+    }
+    println!(
+        "{}: identical to the real recordings on {same}/{total} scenarios",
+        fake_bin.display()
+    );
     Ok(())
 }
