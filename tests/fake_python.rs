@@ -1,15 +1,24 @@
 //! Real clients against the fake: the official Python SDK (`openai-codex==0.163.0`, from PyPI)
-//! and a pytest port of the seed fake's harness scenarios (`tests/python/`).
+//! and a pytest port of the seed fake's harness scenarios (`tests/python/`). The scenarios also
+//! run against the real binary behind `codex-wire scripted` (real mode,
+//! `$CODEX_WIRE_REAL_CODEX`; see `tests/python/fake_codex.py`).
 //!
-//! The test creates a venv under the target dir (reused across runs) and fails loudly when
-//! python3 or pip cannot provide it: a skipped client test must not pass as green.
+//! The tests create a venv under the target dir (reused across runs) and fail loudly when
+//! python3 or pip cannot provide it, or when the real binary is missing: a skipped client test
+//! must not pass as green.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SDK: &str = "openai-codex==0.163.0";
 
+/// The venv, created once per test binary (the tests run in parallel).
 fn venv() -> PathBuf {
+    static VENV: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    VENV.get_or_init(create_venv).clone()
+}
+
+fn create_venv() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-pyenv");
     let py = dir.join("bin/python");
     let marker = dir.join(format!("installed-{SDK}"));
@@ -42,26 +51,121 @@ fn venv() -> PathBuf {
     py
 }
 
-#[test]
-fn python_sdk_and_seed_scenarios_against_the_fake() {
+/// The real binary, found as `tests/scripted_real.rs` and xtask find it: `$CODEX_REAL_BIN`,
+/// `$CODEX_WIRE_CODEX`, else `target/codex-cache/<schema/VERSION>/node_modules/.bin/codex`.
+fn real_codex() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = ["CODEX_REAL_BIN", "CODEX_WIRE_CODEX"]
+        .iter()
+        .find_map(std::env::var_os)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let version = std::fs::read_to_string(root.join("schema/VERSION"))
+                .expect("schema/VERSION")
+                .trim()
+                .to_string();
+            root.join("target/codex-cache")
+                .join(version)
+                .join("node_modules/.bin/codex")
+        });
+    assert!(
+        p.exists(),
+        "the real codex binary is missing at {} (run `cargo xtask schema` to install it, or set \
+         CODEX_REAL_BIN); the real-mode scenarios never pass without it",
+        p.display()
+    );
+    p
+}
+
+/// Runs pytest on `targets` (relative to `tests/python/`), in real mode against `real` when
+/// given; returns the exit status and the output.
+fn pytest(targets: &[&str], real: Option<&Path>, name: &str) -> (bool, String) {
     let py = venv();
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python");
-    let out = Command::new(&py)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA"])
-        .arg(&tests)
+    // Outside any git repository (the real server reads the cwd's repo and AGENTS.md).
+    let base =
+        std::env::temp_dir().join(format!("codex-wire-pytest-{name}-{}", std::process::id()));
+    let mut cmd = Command::new(&py);
+    cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA"])
+        .arg("--basetemp")
+        .arg(&base)
+        .args(targets)
         .env("CODEX_WIRE_BIN", env!("CARGO_BIN_EXE_codex-wire"))
-        .current_dir(&tests)
-        .output()
-        .expect("run pytest");
+        .env_remove("CODEX_WIRE_REAL_CODEX")
+        .current_dir(&tests);
+    if let Some(real) = real {
+        cmd.env("CODEX_WIRE_REAL_CODEX", real);
+    }
+    let out = cmd.output().expect("run pytest");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     println!("{text}");
-    assert!(out.status.success(), "pytest failed:\n{text}");
+    if out.status.success() {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+    (out.status.success(), text)
+}
+
+/// The count pytest's summary line gives for `outcome` (`7 passed, 2 skipped in 4.01s`).
+fn summary_count(text: &str, outcome: &str) -> usize {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains(" in ") && (l.contains("passed") || l.contains("failed")))
+        .unwrap_or_else(|| panic!("no pytest summary line in:\n{text}"));
+    let words: Vec<&str> = line
+        .split(|c: char| c == ',' || c.is_whitespace() || c == '=')
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .find(|w| w[1] == outcome)
+        .map_or(0, |w| w[0].parse().expect("a count"))
+}
+
+#[test]
+fn python_sdk_and_seed_scenarios_against_the_fake() {
+    let (ok, text) = pytest(&["."], None, "fake");
+    assert!(ok, "pytest failed:\n{text}");
     assert!(
         !text.contains("skipped"),
         "no Python test may be skipped:\n{text}"
+    );
+    assert!(
+        summary_count(&text, "passed") >= 13,
+        "every test ran:\n{text}"
+    );
+}
+
+/// The scenarios the real server can play: all but the fake-only ones (the `crash` and
+/// `grandchild` steps), which skip with their reason. Skips never make this green.
+const REAL_MIN_PASSED: usize = 7;
+const REAL_MAX_SKIPPED: usize = 2;
+
+#[test]
+fn seed_scenarios_against_the_real_binary() {
+    let real = real_codex();
+    let (ok, text) = pytest(&["test_scenarios.py"], Some(&real), "real");
+    assert!(ok, "pytest failed in real mode:\n{text}");
+    let (passed, skipped) = (
+        summary_count(&text, "passed"),
+        summary_count(&text, "skipped"),
+    );
+    assert!(
+        passed >= REAL_MIN_PASSED,
+        "only {passed} scenarios passed against the real binary (want {REAL_MIN_PASSED}):\n{text}"
+    );
+    assert!(
+        skipped <= REAL_MAX_SKIPPED,
+        "{skipped} scenarios skipped in real mode (at most {REAL_MAX_SKIPPED}, fake-only):\n{text}"
+    );
+    let skips: Vec<&str> = text.lines().filter(|l| l.starts_with("SKIPPED")).collect();
+    assert!(
+        skips.iter().all(|l| l.contains("fake-only feature")),
+        "a real-mode skip must name the fake-only feature:\n{}",
+        skips.join("\n")
     );
 }

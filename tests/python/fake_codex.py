@@ -3,6 +3,13 @@
 One install = a state dir (``scenario.json``, ``threads.json``, ``transcript.jsonl``) plus a
 ``codex`` wrapper script that execs ``codex-wire fake --state-dir DIR "$@"``, so any client
 that launches ``codex app-server`` runs the fake instead.
+
+Real mode: with ``$CODEX_WIRE_REAL_CODEX`` set (the real ``codex`` binary), the wrapper execs
+``codex-wire scripted --state-dir DIR -- $CODEX_WIRE_REAL_CODEX "$@"`` instead: the real server,
+driven by the scripted model playing the same ``scenario.json``, behind the proxy that writes
+the same ``transcript.jsonl``. Both modes get the same ``CODEX_HOME`` (``DIR/codex-home``, with
+the config.toml the turn corpus uses) and a cleaned environment (no ``CODEX*``/``OPENAI*`` of
+the machine). ``threads.json`` and the fake's own events exist only in fake mode.
 """
 
 from __future__ import annotations
@@ -16,6 +23,33 @@ from pathlib import Path
 from typing import Any, Optional
 
 GRANDCHILD_RELEASE = "release-grandchildren"
+
+
+REAL_CODEX_ENV = "CODEX_WIRE_REAL_CODEX"
+
+# What both servers read from CODEX_HOME/config.toml (as codex_wire::harness::config_toml):
+# the scripted provider (`scripted` patches in its base_url), on-request approvals in a writable
+# workspace, and the request_permissions tool (off by default on the real server).
+CONFIG_TOML = """model = "gpt-5.5"
+model_provider = "scripted"
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+
+[features]
+request_permissions_tool = true
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+
+def real_codex() -> Optional[str]:
+    """The real codex binary when the tests run in real mode, else None."""
+    return os.environ.get(REAL_CODEX_ENV) or None
 
 
 def fake_binary() -> str:
@@ -34,8 +68,19 @@ class FakeCodex:
         (self.state_dir / "scenario.json").write_text(json.dumps({"turns": turns, **scenario}), encoding="utf-8")
         self.bin = root / "bin" / "codex"
         self.bin.parent.mkdir(parents=True, exist_ok=True)
-        self.bin.write_text(f'#!/bin/sh\nexec "{fake_binary()}" fake --state-dir "{self.state_dir}" "$@"\n',
-                            encoding="utf-8")
+        self.codex_home = self.state_dir / "codex-home"
+        self.codex_home.mkdir(parents=True, exist_ok=True)
+        (self.codex_home / "config.toml").write_text(CONFIG_TOML, encoding="utf-8")
+        self.real = real_codex()
+        if self.real:
+            server = f'"{fake_binary()}" scripted --state-dir "{self.state_dir}" -- "{self.real}"'
+        else:
+            server = f'"{fake_binary()}" fake --state-dir "{self.state_dir}"'
+        # Only what the install sets: no credentials or settings of the machine reach either server.
+        clean = ("for v in $(env | sed -n 's/^\\(CODEX[A-Za-z0-9_]*\\|OPENAI[A-Za-z0-9_]*\\)=.*/\\1/p'); "
+                 'do unset "$v"; done\n')
+        self.bin.write_text(f'#!/bin/sh\n{clean}export CODEX_HOME="{self.codex_home}"\n'
+                            f'exec {server} "$@"\n', encoding="utf-8")
         self.bin.chmod(0o755)
 
     def set_scenario(self, **changes: Any) -> None:
@@ -79,8 +124,27 @@ class FakeCodex:
         return [e["child_pid"] for e in self.events("grandchild")]
 
     def threads(self) -> dict:
+        """The fake's rollout store (fake mode only: the real server keeps its own)."""
+        assert not self.real, "threads.json is the fake's; the real server keeps rollouts in CODEX_HOME"
         path = self.state_dir / "threads.json"
         return json.loads(path.read_text(encoding="utf-8"))["threads"] if path.exists() else {}
+
+    def server_pids(self) -> list[int]:
+        """The processes that serve the protocol: the fake itself, or the real native codex
+        (the npm launcher under ``scripted`` spawns it as its child)."""
+        if not self.real:
+            return self.spawned_pids()
+        return [p for launcher in self.spawned_pids() for p in [launcher, *descendants(launcher)]
+                if os.path.realpath(f"/proc/{p}/exe").endswith("/codex")]
+
+    def forget_threads(self) -> None:
+        """Make every thread unknown to the next server process: the fake's ``forget_threads``
+        knob, or on the real server the rollouts deleted from ``CODEX_HOME``."""
+        if not self.real:
+            self.set_scenario(forget_threads=True)
+            return
+        for rollout in (self.codex_home / "sessions").rglob("rollout-*.jsonl"):
+            rollout.unlink()
 
     def assert_wire_clean(self) -> None:
         """Every request/response the client sent is valid AND carries no field codex drops."""
@@ -92,10 +156,29 @@ class FakeCodex:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(pid_alive(p) for p in self.grandchild_pids()):
             time.sleep(0.05)
-        for pid in self.spawned_pids() + self.grandchild_pids():
+        pids = self.spawned_pids() + self.grandchild_pids()
+        for pid in pids + [d for p in pids for d in descendants(p)]:
             if pid_alive(pid):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+
+
+def descendants(pid: int) -> list[int]:
+    """Live descendants of ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def pid_alive(pid: int) -> bool:
