@@ -233,13 +233,24 @@ pub fn masked(transcript: &str) -> Result<Vec<Entry>, String> {
     }
     let mut m = Masker::default();
     m.learn_roots(&raw);
-    Ok(raw
-        .iter()
-        .map(|e| Entry {
-            dir: e.dir.clone(),
-            msg: m.value(None, &e.msg),
-        })
-        .collect())
+    // Ids are numbered over the positional messages first: a floating notification's own ids
+    // (an `installationId`) must not shift the others' numbers with its position.
+    let mut out: Vec<Option<Entry>> = vec![None; raw.len()];
+    for pass in [false, true] {
+        for (i, e) in raw.iter().enumerate() {
+            if is_floating(e) == pass {
+                out[i] = Some(Entry {
+                    dir: e.dir.clone(),
+                    msg: m.value(None, &e.msg),
+                });
+            }
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+fn is_floating(e: &Entry) -> bool {
+    method(e).is_some_and(|m| FLOATING.contains(&m)) && e.msg.get("id").is_none()
 }
 
 fn method(e: &Entry) -> Option<&str> {
@@ -263,7 +274,7 @@ pub fn compare(a: &[Entry], b: &[Entry]) -> Result<(), Mismatch> {
     let split = |t: &[Entry]| -> (Vec<Entry>, Vec<String>) {
         let (mut pos, mut float) = (Vec::new(), Vec::new());
         for e in t {
-            if method(e).is_some_and(|m| FLOATING.contains(&m)) && e.msg.get("id").is_none() {
+            if is_floating(e) {
                 float.push(format!("{} {}", e.dir, e.msg));
             } else {
                 pos.push(e.clone());
@@ -404,5 +415,54 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
             }
             std::process::ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(lines: &[&str]) -> String {
+        lines
+            .iter()
+            .map(|l| format!("{{\"dir\":\"out\",\"msg\":{l}}}\n"))
+            .collect()
+    }
+
+    #[test]
+    fn floating_notifications_do_not_shift_id_numbers() {
+        let rc = r#"{"method":"remoteControl/status/changed","params":{"installationId":"11111111-1111-1111-1111-111111111111"}}"#;
+        let a = t(&[
+            rc,
+            r#"{"id":1,"result":{"id":"22222222-2222-2222-2222-222222222222"}}"#,
+        ]);
+        let b = t(&[
+            r#"{"id":1,"result":{"id":"33333333-3333-3333-3333-333333333333"}}"#,
+            rc,
+        ]);
+        assert!(compare(&masked(&a).unwrap(), &masked(&b).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn a_real_difference_is_found_and_null_is_not_a_time() {
+        let a = t(&[r#"{"method":"x","params":{"startedAt":5,"text":"a"}}"#]);
+        let b = t(&[r#"{"method":"x","params":{"startedAt":9,"text":"a"}}"#]);
+        assert!(compare(&masked(&a).unwrap(), &masked(&b).unwrap()).is_ok());
+        let c = t(&[r#"{"method":"x","params":{"startedAt":null,"text":"a"}}"#]);
+        assert!(compare(&masked(&a).unwrap(), &masked(&c).unwrap()).is_err());
+        let d = t(&[r#"{"method":"x","params":{"startedAt":5,"text":"b"}}"#]);
+        let m = compare(&masked(&a).unwrap(), &masked(&d).unwrap()).unwrap_err();
+        assert!(m.why.contains("$.params.text"), "{}", m.why);
+    }
+
+    #[test]
+    fn the_same_id_twice_must_hold() {
+        let a = t(&[
+            r#"{"method":"x","params":{"a":"11111111-1111-1111-1111-111111111111","b":"11111111-1111-1111-1111-111111111111"}}"#,
+        ]);
+        let b = t(&[
+            r#"{"method":"x","params":{"a":"11111111-1111-1111-1111-111111111111","b":"22222222-2222-2222-2222-222222222222"}}"#,
+        ]);
+        assert!(compare(&masked(&a).unwrap(), &masked(&b).unwrap()).is_err());
     }
 }

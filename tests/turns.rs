@@ -64,7 +64,10 @@ fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
         "listed in known_differences.txt but now identical: {stale:?}"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(drift.is_empty(), "the fake's lines drift from the schema: {drift:#?}");
+    assert!(
+        drift.is_empty(),
+        "the fake's lines drift from the schema: {drift:#?}"
+    );
 }
 
 /// Every line the fake wrote, checked as `validate` checks a server: no violation, no key the

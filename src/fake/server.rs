@@ -416,7 +416,8 @@ impl Conn {
                 .into_iter()
                 .flatten()
                 .map(|t| {
-                    json!({"id": t["id"], "items": t["items"], "status": t["status"],
+                    json!({"id": t["id"], "rootTurnId": t["id"], "items": t["items"],
+                           "itemsView": "full", "status": t["status"],
                            "error": t.get("error").cloned().unwrap_or(Value::Null),
                            "startedAt": t.get("startedAt").cloned().unwrap_or(Value::Null),
                            "completedAt": t.get("completedAt").cloned().unwrap_or(Value::Null),
