@@ -55,6 +55,9 @@ pub struct Case {
     /// The provider's `stream_max_retries` (a dropped stream is retried this many times).
     #[serde(default)]
     pub stream_retries: u32,
+    /// Features turned on in config.toml (`[features] name = true`).
+    #[serde(default)]
+    pub features: Vec<String>,
 }
 
 fn default_inputs() -> Vec<String> {
@@ -122,7 +125,18 @@ pub fn config_toml(case: &Case) -> String {
         ap = case.approval_policy,
         sm = case.sandbox_mode,
         sr = case.stream_retries,
-    )
+    ) + &features_toml(&case.features)
+}
+
+fn features_toml(features: &[String]) -> String {
+    if features.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from("\n[features]\n");
+    for f in features {
+        t.push_str(&format!("{f} = true\n"));
+    }
+    t
 }
 
 /// A running server and the client's view of it.

@@ -15,6 +15,8 @@ pub struct Config {
     pub sandbox_configured: bool,
     /// The provider's `stream_max_retries`: how often a dropped stream is retried.
     pub stream_max_retries: u64,
+    /// Features turned on (`[features]`, `--enable`), in name order.
+    pub features: Vec<String>,
 }
 
 impl Default for Config {
@@ -27,6 +29,7 @@ impl Default for Config {
             sandbox_mode: "read-only".into(),
             sandbox_configured: false,
             stream_max_retries: 5,
+            features: Vec::new(),
         }
     }
 }
@@ -98,8 +101,28 @@ impl Config {
             sandbox_mode: s("sandbox_mode", d.sandbox_mode),
             sandbox_configured: get(&t, "sandbox_mode").is_some(),
             stream_max_retries: retries,
+            features: t
+                .get("features")
+                .and_then(toml::Value::as_table)
+                .map(|f| {
+                    f.iter()
+                        .filter(|(_, v)| v.as_bool() == Some(true))
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
             provider,
         }
+    }
+
+    /// The enabled features codex 0.171.0 warns about as under development.
+    pub fn unstable_features(&self) -> Vec<&str> {
+        const UNSTABLE: &[&str] = &["request_permissions_tool"];
+        self.features
+            .iter()
+            .map(String::as_str)
+            .filter(|f| UNSTABLE.contains(f))
+            .collect()
     }
 
     /// The `sandbox` object of thread results for the configured mode.

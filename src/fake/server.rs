@@ -497,6 +497,18 @@ impl Conn {
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &info, false)}),
         );
+        let unstable = self.fake.config.unstable_features();
+        if !unstable.is_empty() {
+            let config = self.fake.codex_home.join("config.toml");
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": format!(
+                    "Under-development features enabled: {}. Under-development features are \
+                     incomplete and may behave unpredictably. To suppress this warning, set \
+                     `suppress_unstable_features_warning = true` in {}.",
+                    unstable.join(", "), path_str(&config))}),
+            );
+        }
         let model = self.model_of(&info);
         if !KNOWN_MODELS.contains(&model.as_str()) {
             self.notify(

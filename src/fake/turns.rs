@@ -809,10 +809,12 @@ impl<'a> Ctx<'a> {
             }
             "permissions" => {
                 let id = self.model_id("call");
-                let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
-                    "cwd": self.cwd(), "reason": step["reason"],
-                    "permissions": {"network": {"enabled": true}}}));
-                self.request("item/permissions/requestApproval", params, step);
+                self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
+                let params = self.scope(json!({"itemId": id, "environmentId": "local",
+                    "startedAtMs": now_ms(), "cwd": self.cwd(), "reason": step["reason"],
+                    "permissions": {"network": {"enabled": true}, "fileSystem": null}}));
+                self.approval("item/permissions/requestApproval", params, step);
+                self.status(json!({"type": "active", "activeFlags": []}));
             }
             "grandchild" => grandchild(self.conn),
             "elicitation" => {
