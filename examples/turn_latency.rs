@@ -7,7 +7,7 @@
 
 use codex_wire::harness::{self, Server};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn turn_ms(transcript: &Path) -> Option<f64> {
     let text = std::fs::read_to_string(transcript).ok()?;
@@ -36,20 +36,8 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(15);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let version = include_str!("../schema/VERSION").trim();
-    let codex = std::env::var_os("CODEX_REAL_BIN").map_or_else(
-        || {
-            root.join(format!(
-                "target/codex-cache/{version}/node_modules/.bin/codex"
-            ))
-        },
-        PathBuf::from,
-    );
-    assert!(
-        codex.is_file(),
-        "no real codex at {} (set CODEX_REAL_BIN)",
-        codex.display()
-    );
+    let version = codex_wire::fake::CLI_VERSION;
+    let codex = harness::real_codex(root).unwrap_or_else(|e| panic!("{e}"));
     let bin = std::env::current_exe()
         .ok()
         .and_then(|p| Some(p.parent()?.parent()?.join("codex-wire")))

@@ -386,6 +386,31 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
     result.map(|()| l.transcript())
 }
 
+/// The real codex binary for tests and examples: `$CODEX_REAL_BIN`, else `$CODEX_WIRE_CODEX`
+/// (set by `cargo xtask test`), else the pinned one `cargo xtask` installs under `repo`'s
+/// `target/codex-cache/<schema/VERSION>/`. Missing: an error that says how to get it.
+pub fn real_codex(repo: &Path) -> Result<PathBuf, String> {
+    let p = ["CODEX_REAL_BIN", "CODEX_WIRE_CODEX"]
+        .iter()
+        .find_map(std::env::var_os)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let version = crate::fake::CLI_VERSION;
+            repo.join("target/codex-cache")
+                .join(version)
+                .join("node_modules/.bin/codex")
+        });
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "the real codex binary is missing at {} (`cargo xtask test` or `cargo xtask schema` \
+             installs it; or set CODEX_REAL_BIN)",
+            p.display()
+        ))
+    }
+}
+
 /// The cases of a corpus directory (`*.case.json`), sorted by name.
 pub fn load_cases(dir: &Path) -> Result<Vec<Case>, String> {
     let mut out = Vec::new();

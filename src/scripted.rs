@@ -80,15 +80,13 @@ fn override_keys(command: &[String]) -> Vec<String> {
 
 pub fn main(cli: Cli) -> ExitCode {
     const NAME: &str = "codex-wire scripted";
-    let dir = match cli.state_dir.filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) => d,
-        None => std::env::temp_dir().join(format!("codex-wire-scripted-{}", std::process::id())),
+    let dir = match crate::fake::state_dir(cli.state_dir, "scripted") {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{NAME}: {e}");
+            return ExitCode::from(2);
+        }
     };
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("{NAME}: cannot create state dir {}: {e}", dir.display());
-        return ExitCode::from(2);
-    }
-    let dir = dir.canonicalize().unwrap_or(dir);
     // CODEX_HOME: the caller's, else one in the state dir, so the machine's ~/.codex (auth,
     // config) never reaches the run. HOME is left alone: codex reads nothing from it once
     // CODEX_HOME is set, and the commands the model runs should see the user's.

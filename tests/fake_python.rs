@@ -51,30 +51,10 @@ fn create_venv() -> PathBuf {
     py
 }
 
-/// The real binary, found as `tests/scripted_real.rs` and xtask find it: `$CODEX_REAL_BIN`,
-/// `$CODEX_WIRE_CODEX`, else `target/codex-cache/<schema/VERSION>/node_modules/.bin/codex`.
+/// The real binary (`codex_wire::harness::real_codex`); these tests never pass without it.
 fn real_codex() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let p = ["CODEX_REAL_BIN", "CODEX_WIRE_CODEX"]
-        .iter()
-        .find_map(std::env::var_os)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let version = std::fs::read_to_string(root.join("schema/VERSION"))
-                .expect("schema/VERSION")
-                .trim()
-                .to_string();
-            root.join("target/codex-cache")
-                .join(version)
-                .join("node_modules/.bin/codex")
-        });
-    assert!(
-        p.exists(),
-        "the real codex binary is missing at {} (run `cargo xtask schema` to install it, or set \
-         CODEX_REAL_BIN); the real-mode scenarios never pass without it",
-        p.display()
-    );
-    p
+    codex_wire::harness::real_codex(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Runs pytest on `targets` (relative to `tests/python/`), in real mode against `real` when

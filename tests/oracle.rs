@@ -29,12 +29,7 @@ fn ignored_paths_are_exactly_the_ones_the_real_server_drops() {
             continue;
         }
         let path = &name[name.rfind(":$").expect("path in name") + 1..];
-        let lines: Vec<&str> = case["lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l.as_str().unwrap())
-            .collect();
+        let lines = lines_of(&case);
         let expect = &case["expect"][1];
         let mut s = Session::new();
         s.feed(lines[0].as_bytes());
@@ -84,12 +79,7 @@ fn ignored_paths_are_exactly_the_ones_the_real_server_drops() {
 /// must say so, key by key, and say nothing of an empty container.
 fn check_notification(case: &Value) -> Option<String> {
     let name = case["name"].as_str().unwrap();
-    let lines: Vec<&str> = case["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap())
-        .collect();
+    let lines = lines_of(case);
     let real_silent = case["expect"][1]["status"] == "none";
     let real_alive = case["expect"][2]["status"] == "accepted";
     if !(real_silent && real_alive) {
@@ -117,4 +107,14 @@ fn check_notification(case: &Value) -> Option<String> {
             )
         },
     )
+}
+
+/// A recorded case's lines.
+fn lines_of(case: &Value) -> Vec<&str> {
+    case["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect()
 }

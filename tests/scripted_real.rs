@@ -12,27 +12,10 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_codex-wire");
 
-/// The real binary, found as xtask finds it.
+/// The real binary (`codex_wire::harness::real_codex`); these tests never pass without it.
 fn codex() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let p = std::env::var_os("CODEX_REAL_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let version = std::fs::read_to_string(root.join("schema/VERSION"))
-                .expect("schema/VERSION")
-                .trim()
-                .to_string();
-            root.join("target/codex-cache")
-                .join(version)
-                .join("node_modules/.bin/codex")
-        });
-    assert!(
-        p.exists(),
-        "the real codex binary is missing at {} (run `cargo xtask schema` to install it, or \
-         set CODEX_REAL_BIN); these tests never pass without it",
-        p.display()
-    );
-    p
+    codex_wire::harness::real_codex(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn root(name: &str) -> PathBuf {

@@ -225,17 +225,7 @@ fn read_head(s: &mut impl Read) -> Option<String> {
 fn http_date() -> String {
     let secs = super::state::now_secs();
     let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d, h, mi, sec) = super::state::civil(secs);
     const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MON: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -246,9 +236,9 @@ fn http_date() -> String {
         d,
         MON[(m - 1) as usize],
         y,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        h,
+        mi,
+        sec
     )
 }
 

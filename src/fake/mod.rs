@@ -59,15 +59,23 @@ pub fn main(cli: Cli, argv: &[String]) -> ExitCode {
         ws_token_file: server.ws_token_file,
         overrides: cli.codex.overrides(),
     };
-    // `--state-dir`, else $CODEX_WIRE_FAKE_STATE_DIR (read by clap), else a fresh temp dir.
-    let dir = match cli.state_dir.filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) => d,
-        None => std::env::temp_dir().join(format!("codex-wire-fake-{}", std::process::id())),
-    };
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("fake codex: cannot create state dir {}: {e}", dir.display());
-        return ExitCode::from(2);
+    match state_dir(cli.state_dir, "fake") {
+        Ok(dir) => listen::run(&a, dir, argv),
+        Err(e) => {
+            eprintln!("fake codex: {e}");
+            ExitCode::from(2)
+        }
     }
-    let dir = dir.canonicalize().unwrap_or(dir);
-    listen::run(&a, dir, argv)
+}
+
+/// The state dir of a run: `--state-dir` (or `$CODEX_WIRE_FAKE_STATE_DIR`, read by clap), else
+/// a fresh `codex-wire-<what>-<pid>` temp dir; created, and made absolute.
+pub fn state_dir(given: Option<PathBuf>, what: &str) -> Result<PathBuf, String> {
+    let dir = match given.filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d,
+        None => std::env::temp_dir().join(format!("codex-wire-{what}-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create state dir {}: {e}", dir.display()))?;
+    Ok(dir.canonicalize().unwrap_or(dir))
 }

@@ -551,7 +551,7 @@ impl Conn {
             .ok()
             .and_then(|u| u.get_timestamp())
             .map_or(0, |t| t.to_unix().0);
-        let (y, mo, d, h, mi, s) = civil(ms as i64);
+        let (y, mo, d, h, mi, s) = super::state::civil(ms as i64);
         path_str(
             &self
                 .fake
@@ -997,22 +997,6 @@ fn host_name() -> String {
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-}
-
-/// UTC calendar fields of a Unix time in seconds (the proleptic Gregorian algorithm).
-fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Model slugs codex 0.171.0 has metadata for; any other slug gets the real server's

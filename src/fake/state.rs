@@ -25,6 +25,22 @@ pub fn now_ms() -> i64 {
     (now_secs_f64() * 1000.0) as i64
 }
 
+/// UTC calendar fields of a Unix time in seconds (the proleptic Gregorian algorithm).
+pub fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 /// `transcript.jsonl`: one JSON object per line, `pid` and `t` first.
 pub struct Transcript {
     path: PathBuf,

@@ -909,6 +909,8 @@ impl<'a> Ctx<'a> {
         let ask = step["approval"].as_bool().unwrap_or(true)
             && self.conn.fake.config.approval_policy != "never"
             && !session_ok;
+        // Set when the command was approved: its item started before the request.
+        let mut approved_at = None;
         if ask {
             self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
             let pending = item(
@@ -955,29 +957,20 @@ impl<'a> Ctx<'a> {
                 return Ok(());
             }
             self.status(json!({"type": "active", "activeFlags": []}));
-            let (pid, output, code) = run_command(step, &raw, &cwd);
-            let status = if code == 0 { "completed" } else { "failed" };
-            let done = item(
-                "unifiedExecStartup",
-                status,
-                json!(pid),
-                json!(output),
-                json!(code),
-                json!(0),
-            );
-            self.completed(done, at);
-            return Ok(());
+            approved_at = Some(at);
         }
         let (pid, output, code) = run_command(step, &raw, &cwd);
-        let running = item(
-            "unifiedExecStartup",
-            "inProgress",
-            json!(pid),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-        );
-        let at = self.started(&running);
+        let at = match approved_at {
+            Some(at) => at,
+            None => self.started(&item(
+                "unifiedExecStartup",
+                "inProgress",
+                json!(pid),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            )),
+        };
         let status = if code == 0 { "completed" } else { "failed" };
         let done = item(
             "unifiedExecStartup",
@@ -1188,18 +1181,6 @@ fn run_command(step: &Value, command: &str, cwd: &str) -> (String, String, i64) 
     }
 }
 
-/// Steps after which the scripted model ends its response (`model/script.rs` cuts the same).
-const ENDS_RESPONSE: &[&str] = &[
-    "command",
-    "file_change",
-    "tool_call",
-    "user_input",
-    "permissions",
-    "fail",
-    "message_partial",
-    "error_note",
-];
-
 /// Stream-ending steps whose output the model is asked about next.
 const TOOL_STEPS: &[&str] = &[
     "command",
@@ -1216,7 +1197,9 @@ fn split_responses(steps: &[Value]) -> Vec<Vec<Value>> {
         if let Some(cur) = out.last_mut() {
             cur.push(step.clone());
         }
-        if ENDS_RESPONSE.contains(&step["kind"].as_str().unwrap_or_default()) {
+        // Cut where the scripted model cuts (one list for both servers).
+        if crate::model::script::ENDS_RESPONSE.contains(&step["kind"].as_str().unwrap_or_default())
+        {
             out.push(Vec::new());
         }
     }

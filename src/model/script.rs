@@ -29,7 +29,7 @@ const MODEL_KINDS: &[&str] = &[
 
 /// Steps after which the response (one POST) ends: a tool call waits for its output, the
 /// others end or drop the stream.
-const ENDS_RESPONSE: &[&str] = &[
+pub const ENDS_RESPONSE: &[&str] = &[
     "command",
     "file_change",
     "tool_call",
