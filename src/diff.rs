@@ -298,7 +298,9 @@ pub fn compare(a: &[Entry], b: &[Entry]) -> Result<(), Mismatch> {
     let (pb, mut fb) = split(&b);
     for i in 0..pa.len().max(pb.len()) {
         let (x, y) = (pa.get(i), pb.get(i));
-        if x != y {
+        // Byte for byte: key order counts (a `Value` comparison would ignore it).
+        let text = |e: Option<&Entry>| e.map(|e| format!("{} {}", e.dir, e.msg));
+        if text(x) != text(y) {
             let why = match (x, y) {
                 (Some(x), Some(y)) if method(x) != method(y) || x.dir != y.dir => {
                     "different message".to_string()

@@ -157,7 +157,7 @@ impl Conn {
         let key = id.to_string();
         lock(&self.session).expect_response(&id, method);
         lock(&self.pending).insert(key.clone(), None);
-        self.send(json!({"id": id, "method": method, "params": params}));
+        self.send(json!({"method": method, "id": id, "params": params}));
         let deadline = Instant::now() + timeout;
         let mut pending = lock(&self.pending);
         loop {
@@ -603,6 +603,24 @@ impl Conn {
             );
         }
         self.result(id, self.resume_response(&thread_id, &info, with_turns));
+        // A resumed thread with turns reports its usage, as of its last turn.
+        if let Some(last_turn) = info["turns"].as_array().and_then(|t| t.last()) {
+            let zeros = turns::breakdown(0, 0, 0, 0);
+            let or_zeros = |v: &Value| {
+                if v.is_object() {
+                    v.clone()
+                } else {
+                    zeros.clone()
+                }
+            };
+            self.notify(
+                "thread/tokenUsage/updated",
+                json!({"threadId": thread_id, "turnId": last_turn["id"],
+                       "tokenUsage": {"total": or_zeros(&info["usage"]),
+                                      "last": or_zeros(&info["lastUsage"]),
+                                      "modelContextWindow": turns::CONTEXT_WINDOW}}),
+            );
+        }
         self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
         Ok(())
     }

@@ -322,14 +322,14 @@ struct Ctx<'a> {
 }
 
 /// The `tokenUsage` breakdown, in the real server's key order.
-fn breakdown(input: i64, cached: i64, output: i64, reasoning: i64) -> Value {
+pub fn breakdown(input: i64, cached: i64, output: i64, reasoning: i64) -> Value {
     json!({"totalTokens": input + output, "inputTokens": input, "cachedInputTokens": cached,
            "cacheWriteInputTokens": 0, "outputTokens": output, "reasoningOutputTokens": reasoning})
 }
 
 /// The context window the real server reports for the configured models (gpt-5.5, and the
 /// fallback metadata of unknown slugs).
-const CONTEXT_WINDOW: i64 = 258_400;
+pub const CONTEXT_WINDOW: i64 = 258_400;
 
 /// `/bin/bash -lc '<command>'`: how the shell tool runs a command, quoted as codex quotes it.
 pub fn shell_wrapped(command: &str) -> String {
@@ -428,6 +428,22 @@ impl<'a> Ctx<'a> {
         self.conn.notify(method, self.scope(extra));
     }
 
+    /// A notification whose params put `before` ahead of the thread and turn ids (`item/*`,
+    /// `error`), as the real server orders them.
+    fn item_notify(&self, method: &str, before: Value, after: Value) {
+        let mut m = Map::new();
+        for part in [
+            before,
+            json!({"threadId": self.ctl.thread_id, "turnId": self.turn_id}),
+            after,
+        ] {
+            if let Value::Object(o) = part {
+                m.extend(o);
+            }
+        }
+        self.conn.notify(method, Value::Object(m));
+    }
+
     fn status(&self, status: Value) {
         self.conn.notify(
             "thread/status/changed",
@@ -470,7 +486,11 @@ impl<'a> Ctx<'a> {
         let mut item = item.clone();
         item["startedAtMs"] = json!(at);
         item["completedAtMs"] = Value::Null;
-        self.notify("item/started", json!({"item": item, "startedAtMs": at}));
+        self.item_notify(
+            "item/started",
+            json!({"item": item}),
+            json!({"startedAtMs": at}),
+        );
         at
     }
 
@@ -479,9 +499,10 @@ impl<'a> Ctx<'a> {
         let mut item = item;
         item["startedAtMs"] = json!(started_at);
         item["completedAtMs"] = json!(at);
-        self.notify(
+        self.item_notify(
             "item/completed",
-            json!({"item": item, "contentTokenCount": null, "completedAtMs": at}),
+            json!({"item": item}),
+            json!({"contentTokenCount": null, "completedAtMs": at}),
         );
         match item["type"].as_str() {
             Some("agentMessage") => self.messages.push(item.clone()),
@@ -578,6 +599,8 @@ impl<'a> Ctx<'a> {
         let last = breakdown(n("input"), n("cached"), n("output"), n("reasoning"));
         let thread_id = self.ctl.thread_id.clone();
         let total = self.conn.fake.store.update(|d| {
+            // Kept for the usage a resumed thread reports.
+            d["threads"][&thread_id]["lastUsage"] = last.clone();
             let t = &mut d["threads"][&thread_id]["usage"];
             let sum = |k: &str| t[k].as_i64().unwrap_or(0) + last[k].as_i64().unwrap_or(0);
             *t = breakdown(
@@ -602,13 +625,14 @@ impl<'a> Ctx<'a> {
         let max = self.conn.fake.config.stream_max_retries;
         if self.retries < max {
             self.retries += 1;
-            self.notify(
+            self.item_notify(
                 "error",
                 json!({"error": turn_error(
                           &format!("Reconnecting... {}/{max}", self.retries),
                           json!({"responseStreamDisconnected": {"httpStatusCode": null}}),
                           json!(STREAM_CLOSED)),
                        "willRetry": true}),
+                json!({}),
             );
             self.open = false;
             return Ok(());
@@ -619,7 +643,11 @@ impl<'a> Ctx<'a> {
     fn fail(&mut self, message: String, info: Value) -> Result<(), End> {
         let error = turn_error(&message, info, Value::Null);
         self.status(json!({"type": "systemError"}));
-        self.notify("error", json!({"error": error, "willRetry": false}));
+        self.item_notify(
+            "error",
+            json!({"error": error, "willRetry": false}),
+            json!({}),
+        );
         Err(End::Failed(error))
     }
 

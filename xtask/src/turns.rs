@@ -66,6 +66,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .map(|(_, a)| a)
         .collect();
     if let Some(fake_bin) = other {
+        // The server runs in its case's work dir: a relative path would not resolve there.
+        let fake_bin = fake_bin
+            .canonicalize()
+            .map_err(|e| format!("--fake-bin {}: {e}", fake_bin.display()))?;
         return against_recordings(&fake_bin, &only);
     }
     let version = crate::codex_bin::pinned_version()?;
