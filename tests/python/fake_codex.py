@@ -134,8 +134,15 @@ class FakeCodex:
         (the npm launcher under ``scripted`` spawns it as its child)."""
         if not self.real:
             return self.spawned_pids()
+        def exe(pid: int) -> str:
+            # A process of an earlier spawn may be gone already: it serves nothing.
+            try:
+                return os.readlink(f"/proc/{pid}/exe")
+            except OSError:
+                return ""
+
         return [p for launcher in self.spawned_pids() for p in [launcher, *descendants(launcher)]
-                if os.path.realpath(f"/proc/{p}/exe").endswith("/codex")]
+                if exe(p).endswith("/codex")]
 
     def forget_threads(self) -> None:
         """Make every thread unknown to the next server process: the fake's ``forget_threads``
