@@ -55,6 +55,9 @@ pub struct Case {
     /// The provider's `stream_max_retries` (a dropped stream is retried this many times).
     #[serde(default)]
     pub stream_retries: u32,
+    /// Extra `thread/start` params (e.g. `approvalsReviewer`).
+    #[serde(default)]
+    pub thread_params: serde_json::Map<String, Value>,
     /// Features turned on in config.toml (`[features] name = true`).
     #[serde(default)]
     pub features: Vec<String>,
@@ -345,7 +348,10 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
     let mut p = Peer::spawn(server, &l)?;
     let result = (|| -> Result<(), String> {
         c.initialize(&mut p)?;
-        let id = p.request("thread/start", json!({"cwd": l.work}))?;
+        let mut params = serde_json::Map::new();
+        params.insert("cwd".into(), json!(l.work));
+        params.extend(case.thread_params.clone());
+        let id = p.request("thread/start", Value::Object(params))?;
         let r = c.response(&mut p, id)?;
         c.thread = r["result"]["thread"]["id"].as_str().map(str::to_string);
         let thread = c

@@ -462,7 +462,8 @@ impl Conn {
             "instructionSources": [],
             "approvalPolicy": info.get("approvalPolicy").cloned()
                 .unwrap_or_else(|| json!(self.fake.config.approval_policy)),
-            "approvalsReviewer": "user",
+            "approvalsReviewer": info.get("approvalsReviewer").cloned()
+                .unwrap_or_else(|| json!("user")),
             "sandbox": self.fake.config.sandbox_policy(),
             "activePermissionProfile": self.fake.config.permission_profile(),
             "reasoningEffort": null, "multiAgentMode": "explicitRequestOnly",
@@ -481,6 +482,10 @@ impl Conn {
         // Only the string policies are echoed; anything else keeps the default.
         if params["approvalPolicy"].is_string() {
             info["approvalPolicy"] = params["approvalPolicy"].clone();
+        }
+        // `auto_review`: approvals go to codex's reviewer subagent, not to the client.
+        if params["approvalsReviewer"].is_string() {
+            info["approvalsReviewer"] = params["approvalsReviewer"].clone();
         }
         info
     }

@@ -939,7 +939,39 @@ impl<'a> Ctx<'a> {
             && !session_ok;
         // Set when the command was approved: its item started before the request.
         let mut approved_at = None;
-        if ask {
+        if ask && self.auto_review() {
+            // The reviewer, not the client, decides (`scenario.json` `guardian`).
+            let reviewed = json!([{"type": "unknown", "command": command}]);
+            let mut pending = item(
+                "agent",
+                "inProgress",
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            );
+            pending["commandActions"] = reviewed.clone();
+            let at = self.started(&pending);
+            if !self.review(
+                &id,
+                at,
+                json!({"type": "command", "source": "unifiedExec",
+                                            "command": command, "cwd": cwd}),
+            ) {
+                let mut declined = item(
+                    "agent",
+                    "declined",
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                );
+                declined["commandActions"] = reviewed;
+                self.completed(declined, at);
+                return Ok(());
+            }
+            approved_at = Some(at);
+        } else if ask {
             self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
             let pending = item(
                 "agent",
@@ -1010,6 +1042,42 @@ impl<'a> Ctx<'a> {
         );
         self.completed(done, at);
         Ok(())
+    }
+
+    /// Whether the thread's approvals go to codex's reviewer (`approvalsReviewer: "auto_review"`).
+    fn auto_review(&self) -> bool {
+        self.conn.fake.store.load()["threads"][&self.ctl.thread_id]["approvalsReviewer"]
+            == "auto_review"
+    }
+
+    /// codex's automatic approval review of `action` for item `target`, as the real server
+    /// reports it; the verdict is `scenario.json` `guardian` (`allow`, the default, or `deny`).
+    fn review(&self, target: &str, at: i64, action: Value) -> bool {
+        let allow = scenario(&self.conn.fake.dir)["guardian"] != "deny";
+        let review_id = uuid::Uuid::now_v7().to_string();
+        self.notify(
+            "item/autoApprovalReview/started",
+            json!({"startedAtMs": at, "reviewId": review_id, "targetItemId": target,
+                   "review": {"status": "inProgress", "riskLevel": null,
+                              "userAuthorization": null, "rationale": null},
+                   "action": action}),
+        );
+        let verdict = if allow { "approved" } else { "denied" };
+        self.notify_thread(
+            "guardianWarning",
+            json!({"message": format!(
+                "Automatic approval review {verdict} (risk: low, authorization: high): \
+                 scripted review")}),
+        );
+        self.notify(
+            "item/autoApprovalReview/completed",
+            json!({"startedAtMs": at, "completedAtMs": now_ms(), "reviewId": review_id,
+                   "targetItemId": target, "decisionSource": "agent",
+                   "review": {"status": verdict, "riskLevel": "low", "userAuthorization": "high",
+                              "rationale": "scripted review"},
+                   "action": action}),
+        );
+        allow
     }
 
     /// An `apply_patch` call: the real server asks for approval only when a path lies outside

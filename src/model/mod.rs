@@ -269,6 +269,22 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         return respond(req, 500, "cannot lock the model cursor");
     };
     let ok = post && path == "/v1/responses" && read && parsed.is_some();
+    // codex's approval reviewer (`approvalsReviewer: "auto_review"`) asks the model too, as a
+    // subagent: it gets the scenario's verdict, not the next scripted turn.
+    let guardian = req
+        .headers()
+        .iter()
+        .any(|h| h.field.equiv("x-openai-subagent") && h.value.as_str() == "guardian");
+    if ok && guardian {
+        drop(_lock);
+        let verdict = script::guardian_verdict(
+            &std::fs::read_to_string(sh.state.join("scenario.json")).unwrap_or_default(),
+        );
+        return match script::reply(u64::MAX, &[verdict]) {
+            Reply::Stream(out) => stream(req, &out, sh),
+            Reply::Http { status, body } => respond(req, status, &body),
+        };
+    }
     let (n, steps) = if ok {
         match next_response(&sh.state, turn_id.as_deref()) {
             Ok((n, s)) => (Some(n), s),

@@ -134,6 +134,20 @@ fn split(text: &str, chunks: usize) -> Vec<String> {
 }
 
 /// The reply to response number `n` (ids `resp_<n>`, `<prefix>_<n>_<step>`).
+/// The approval reviewer's answer: a message carrying the assessment codex parses, its outcome
+/// from `scenario.json` `guardian` (`"allow"`, the default, or `"deny"`).
+pub fn guardian_verdict(scenario: &str) -> Value {
+    let sc: Value = serde_json::from_str(scenario).unwrap_or(Value::Null);
+    let outcome = if sc["guardian"] == "deny" {
+        "deny"
+    } else {
+        "allow"
+    };
+    let assessment = json!({"risk_level": "low", "user_authorization": "high",
+                            "outcome": outcome, "rationale": "scripted review"});
+    json!({"kind": "message", "text": assessment.to_string(), "chunks": 1})
+}
+
 pub fn reply(n: u64, steps: &[Value]) -> Reply {
     if let Some(s) = steps.iter().find(|s| kind(s) == "http_error") {
         return Reply::Http {

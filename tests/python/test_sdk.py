@@ -30,8 +30,11 @@ def test_thread_and_turn_with_command_approval_and_streamed_answer(make_fake, tm
     deltas = [e.payload.delta for e in events if e.method == "item/agentMessage/delta"]
     assert "".join(deltas) == "The project has a README and a src directory."
     assert len(deltas) == 4
-    approvals = fake.replies_to("item/commandExecution/requestApproval")
-    assert [e["msg"]["result"] for e in approvals] == [{"decision": "accept"}]
+    # The SDK starts threads with `approvalsReviewer: "auto_review"`: as on the real server, the
+    # approval goes to codex's automatic reviewer (approving here), never to the client.
+    assert fake.replies_to("item/commandExecution/requestApproval") == []
+    reviews = fake.sent("item/autoApprovalReview/completed")
+    assert [r["params"]["review"]["status"] for r in reviews] == ["approved"]
     completed = [e for e in fake.sent("item/completed") if e["params"]["item"]["type"] == "commandExecution"]
     assert completed[0]["params"]["item"]["status"] == "completed"
     fake.assert_wire_clean()
