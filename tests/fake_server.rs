@@ -347,9 +347,7 @@ fn invalid_input_gets_the_real_servers_replies_and_bad_responses_are_recorded() 
     let t = transcript(&dir);
     let v: Vec<&str> = t.iter().filter_map(|e| e["violation"].as_str()).collect();
     assert!(v.contains(&"not JSON"));
-    assert!(v
-        .iter()
-        .any(|s| s.starts_with("unknown or invalid notification")));
+    assert!(v.iter().any(|s| s.starts_with("unknown notification")));
     assert!(v.contains(&"response to unknown server request id"));
     assert!(
         v.iter().any(|s| s.contains("unknown variant `maybe`")),

@@ -156,11 +156,3 @@ pub fn scenario(dir: &Path) -> Value {
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}))
 }
-
-/// The turn played when `scenario.json` has no script left: a short streamed answer.
-pub fn default_turn() -> Value {
-    json!({"steps": [
-        {"kind": "message", "text": "Hello from the codex-wire fake."},
-        {"kind": "usage", "input": 12, "output": 8},
-    ]})
-}

@@ -4,7 +4,8 @@
 //! (a goal rolling over) reported as `turn/completed` → `turn/started` pairs.
 
 use super::server::{lock, path_str, Conn};
-use super::state::{default_turn, now_ms, now_secs, scenario};
+use super::state::{now_ms, now_secs, scenario};
+use crate::model::script::{default_turn, guardian_allows, GUARDIAN_RATIONALE};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -933,6 +934,17 @@ impl<'a> Ctx<'a> {
                    "status": status, "commandActions": actions, "aggregatedOutput": output,
                    "exitCode": code, "durationMs": ms})
             };
+        // A command that has not run (waiting for a verdict, or declined): no process yet.
+        let unrun = |status: &str| {
+            item(
+                "agent",
+                status,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            )
+        };
         let session_ok = lock(&self.ctl.session_approved).contains(&raw);
         let ask = step["approval"].as_bool().unwrap_or(true)
             && self.conn.fake.config.approval_policy != "never"
@@ -942,14 +954,7 @@ impl<'a> Ctx<'a> {
         if ask && self.auto_review() {
             // The reviewer, not the client, decides (`scenario.json` `guardian`).
             let reviewed = json!([{"type": "unknown", "command": command}]);
-            let mut pending = item(
-                "agent",
-                "inProgress",
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-            );
+            let mut pending = unrun("inProgress");
             pending["commandActions"] = reviewed.clone();
             let at = self.started(&pending);
             if !self.review(
@@ -958,14 +963,7 @@ impl<'a> Ctx<'a> {
                 json!({"type": "command", "source": "unifiedExec",
                                             "command": command, "cwd": cwd}),
             ) {
-                let mut declined = item(
-                    "agent",
-                    "declined",
-                    Value::Null,
-                    Value::Null,
-                    Value::Null,
-                    Value::Null,
-                );
+                let mut declined = unrun("declined");
                 declined["commandActions"] = reviewed;
                 self.completed(declined, at);
                 return Ok(());
@@ -973,15 +971,7 @@ impl<'a> Ctx<'a> {
             approved_at = Some(at);
         } else if ask {
             self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
-            let pending = item(
-                "agent",
-                "inProgress",
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-            );
-            let at = self.started(&pending);
+            let at = self.started(&unrun("inProgress"));
             let argv: Vec<&str> = raw.split_whitespace().collect();
             let params = json!({"kind": "command", "threadId": self.ctl.thread_id,
                 "turnId": self.turn_id, "itemId": id, "startedAtMs": at, "environmentId": "local",
@@ -1000,15 +990,7 @@ impl<'a> Ctx<'a> {
                 lock(&self.ctl.session_approved).push(raw.clone());
             }
             if !accepted {
-                let declined = item(
-                    "agent",
-                    "declined",
-                    Value::Null,
-                    Value::Null,
-                    Value::Null,
-                    Value::Null,
-                );
-                self.completed(declined, at);
+                self.completed(unrun("declined"), at);
                 self.status(json!({"type": "active", "activeFlags": []}));
                 if decision.as_ref().and_then(Value::as_str) == Some("cancel") {
                     self.end_response();
@@ -1053,7 +1035,7 @@ impl<'a> Ctx<'a> {
     /// codex's automatic approval review of `action` for item `target`, as the real server
     /// reports it; the verdict is `scenario.json` `guardian` (`allow`, the default, or `deny`).
     fn review(&self, target: &str, at: i64, action: Value) -> bool {
-        let allow = scenario(&self.conn.fake.dir)["guardian"] != "deny";
+        let allow = guardian_allows(&scenario(&self.conn.fake.dir));
         let review_id = uuid::Uuid::now_v7().to_string();
         self.notify(
             "item/autoApprovalReview/started",
@@ -1067,14 +1049,14 @@ impl<'a> Ctx<'a> {
             "guardianWarning",
             json!({"message": format!(
                 "Automatic approval review {verdict} (risk: low, authorization: high): \
-                 scripted review")}),
+                 {GUARDIAN_RATIONALE}")}),
         );
         self.notify(
             "item/autoApprovalReview/completed",
             json!({"startedAtMs": at, "completedAtMs": now_ms(), "reviewId": review_id,
                    "targetItemId": target, "decisionSource": "agent",
                    "review": {"status": verdict, "riskLevel": "low", "userAuthorization": "high",
-                              "rationale": "scripted review"},
+                              "rationale": GUARDIAN_RATIONALE},
                    "action": action}),
         );
         allow

@@ -41,8 +41,8 @@ pub const ENDS_RESPONSE: &[&str] = &[
     "http_error",
 ];
 
-/// The fake's answer to a turn with no script (`fake/state.rs` `default_turn`), so both
-/// servers answer an unscripted turn alike.
+/// The answer to a turn with no script left (more turns, or more follow-ups, than scripted):
+/// one definition for both servers, so they answer an unscripted turn alike.
 pub fn default_turn() -> Value {
     json!({"steps": [
         {"kind": "message", "text": "Hello from the codex-wire fake."},
@@ -133,21 +133,29 @@ fn split(text: &str, chunks: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-/// The reply to response number `n` (ids `resp_<n>`, `<prefix>_<n>_<step>`).
-/// The approval reviewer's answer: a message carrying the assessment codex parses, its outcome
-/// from `scenario.json` `guardian` (`"allow"`, the default, or `"deny"`).
+/// Whether codex's approval reviewer allows: `scenario.json` `guardian` (`"allow"`, the
+/// default, or `"deny"`). The model answers the real reviewer with it; the fake plays it.
+pub fn guardian_allows(scenario: &Value) -> bool {
+    scenario["guardian"] != "deny"
+}
+
+/// The rationale of every scripted review (it shows in `guardianWarning` and the review item).
+pub const GUARDIAN_RATIONALE: &str = "scripted review";
+
+/// The approval reviewer's answer: a message carrying the assessment codex parses.
 pub fn guardian_verdict(scenario: &str) -> Value {
     let sc: Value = serde_json::from_str(scenario).unwrap_or(Value::Null);
-    let outcome = if sc["guardian"] == "deny" {
-        "deny"
-    } else {
+    let outcome = if guardian_allows(&sc) {
         "allow"
+    } else {
+        "deny"
     };
     let assessment = json!({"risk_level": "low", "user_authorization": "high",
-                            "outcome": outcome, "rationale": "scripted review"});
+                            "outcome": outcome, "rationale": GUARDIAN_RATIONALE});
     json!({"kind": "message", "text": assessment.to_string(), "chunks": 1})
 }
 
+/// The reply to response number `n` (ids `resp_<n>`, `<prefix>_<n>_<step>`).
 pub fn reply(n: u64, steps: &[Value]) -> Reply {
     if let Some(s) = steps.iter().find(|s| kind(s) == "http_error") {
         return Reply::Http {
