@@ -56,13 +56,7 @@ fn proxy(bin: &str, cmd: &[&str]) -> Command {
 }
 
 fn codex() -> Option<PathBuf> {
-    let p = std::env::var_os("CODEX_WIRE_CODEX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("target/codex-cache/0.171.0/node_modules/.bin/codex")
-        });
-    p.exists().then_some(p)
+    codex_wire::harness::real_codex(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).ok()
 }
 
 fn tempdir(tag: &str) -> PathBuf {

@@ -72,9 +72,10 @@ fn main() {
 
     // jsonschema is slow: it validates a prefix, its throughput is per line like the others.
     let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
+        &std::fs::read_to_string(format!(
+            "{}/schema/{}/json/ClientRequest.json",
             env!("CARGO_MANIFEST_DIR"),
-            "/schema/json/ClientRequest.json"
+            codex_wire::newest().version
         ))
         .unwrap(),
     )

@@ -1,6 +1,6 @@
 //! Benchmark of `codex-wire fake` (reported, not asserted):
 //! - round trip per request on the error path over stdio, fake vs the real `codex app-server`
-//!   (`target/codex-cache/0.171.0`, when installed);
+//!   (`target/codex-cache/<newest>`, when installed);
 //! - turn throughput: messages per second the fake streams for a long scripted turn.
 //!
 //! `cargo run --release --example fake_bench` (builds the binary first: `cargo build --release`).
@@ -87,25 +87,21 @@ fn main() {
         "error path round trip (median of {n}), fake  [{}]: {fake:.1} µs",
         bin.display()
     );
-    let real = std::env::var_os("CODEX_REAL_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/codex-cache/0.171.0/node_modules/.bin/codex"));
-    if real.exists() {
-        let home = tmp.join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        let t = error_path(
-            Command::new(&real)
-                .arg("app-server")
-                .env("CODEX_HOME", &home)
-                .current_dir(&tmp),
-            n,
-        );
-        println!("error path round trip (median of {n}), real codex 0.171.0: {t:.1} µs");
-    } else {
-        println!(
-            "real codex not installed ({}): skipped the comparison",
-            real.display()
-        );
+    let version = codex_wire::newest().version;
+    match codex_wire::harness::real_codex(root) {
+        Ok(real) => {
+            let home = tmp.join("home");
+            std::fs::create_dir_all(&home).unwrap();
+            let t = error_path(
+                Command::new(&real)
+                    .arg("app-server")
+                    .env("CODEX_HOME", &home)
+                    .current_dir(&tmp),
+                n,
+            );
+            println!("error path round trip (median of {n}), real codex {version}: {t:.1} µs");
+        }
+        Err(e) => println!("{e}: skipped the comparison"),
     }
 
     // Throughput: one turn of 20,000 deltas.

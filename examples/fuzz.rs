@@ -14,11 +14,12 @@ fn main() {
     };
     let seconds = arg("--seconds", 60);
     let mut seed = arg("--seed", 1);
-    let corpus = std::fs::read_to_string(concat!(
+    let path = format!(
+        "{}/tests/corpus/{}/conformance.jsonl",
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/corpus/conformance.jsonl"
-    ))
-    .expect("tests/corpus/conformance.jsonl");
+        codex_wire::newest().version
+    );
+    let corpus = std::fs::read_to_string(&path).expect(&path);
     let seeds: Vec<Vec<u8>> = corpus
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

@@ -36,14 +36,15 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(15);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let version = codex_wire::fake::CLI_VERSION;
+    let version = codex_wire::newest().version;
     let codex = harness::real_codex(root).unwrap_or_else(|e| panic!("{e}"));
     let bin = std::env::current_exe()
         .ok()
         .and_then(|p| Some(p.parent()?.parent()?.join("codex-wire")))
         .filter(|p| p.is_file())
         .expect("build the binary first: cargo build --release");
-    let cases = harness::load_cases(&root.join("tests/corpus/turns")).expect("turn corpus");
+    let cases = harness::load_cases(&root.join("tests/corpus").join(version).join("turns"))
+        .expect("turn corpus");
     let case = cases
         .iter()
         .find(|c| c.name == "01_message")

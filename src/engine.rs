@@ -5,8 +5,8 @@
 //! initialized` / `Not initialized` → experimental gating.
 
 use crate::fast::{Scan, Unknown};
-use crate::protocol::{self, ClientRequest, JSONRPCMessage};
-use crate::track::{JsonPath, Track};
+use crate::track::JsonPath;
+use crate::{Envelope, Protocol};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -175,7 +175,7 @@ impl Hasher for IdHasher {
 }
 
 /// The state the real server keeps per connection.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Session {
     initialized: bool,
     experimental: bool,
@@ -187,11 +187,43 @@ pub struct Session {
     exact_only: bool,
     /// Lines the fast path answered.
     fast_hits: u64,
+    /// The codex version this session speaks.
+    protocol: &'static Protocol,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self::with_protocol(crate::newest())
+    }
 }
 
 impl Session {
+    /// A session of the newest supported codex version.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A session of one codex version's protocol.
+    pub fn with_protocol(protocol: &'static Protocol) -> Self {
+        Session {
+            initialized: false,
+            experimental: false,
+            pending: IdMap::default(),
+            awaiting: IdMap::default(),
+            exact_only: false,
+            fast_hits: 0,
+            protocol,
+        }
+    }
+
+    /// The protocol this session speaks.
+    pub fn protocol(&self) -> &'static Protocol {
+        self.protocol
+    }
+
+    /// A session that speaks codex `version` (`None`: not one this build knows).
+    pub fn for_version(version: &str) -> Option<Self> {
+        crate::by_version(version).map(Self::with_protocol)
     }
 
     /// A session that never takes the fast path: every line goes through the `Value` parse,
@@ -200,6 +232,14 @@ impl Session {
         Session {
             exact_only: true,
             ..Self::default()
+        }
+    }
+
+    /// [`Session::exact`] of one version.
+    pub fn exact_with(protocol: &'static Protocol) -> Self {
+        Session {
+            exact_only: true,
+            ..Self::with_protocol(protocol)
         }
     }
 
@@ -257,8 +297,7 @@ impl Session {
         let odd_id = obj.get("id").is_some_and(|id| {
             id.is_number() && id.as_i64().map(|n| n.to_string()) != Some(id.to_string())
         });
-        let exact = (duplicate_envelope_key || odd_id)
-            .then(|| serde_json::from_str::<JSONRPCMessage>(text));
+        let exact = (duplicate_envelope_key || odd_id).then(|| (self.protocol.envelope_text)(text));
         let mut ignored = Vec::new();
         let root = &mut JsonPath::root();
         // The common case needs no trial: a string method, a string or canonical i64 id and no
@@ -271,7 +310,7 @@ impl Session {
             // `params` is a plain `Value` in the envelope: tracking it here reports only
             // unknown envelope keys (`$.jsonrpc`).
             let whole = Value::Object(std::mem::take(&mut obj));
-            protocol::JSONRPCRequest::track(&whole, root, &mut ignored);
+            (self.protocol.track_envelope)(Envelope::Request, &whole, root, &mut ignored);
             if let Value::Object(o) = whole {
                 obj = o;
             }
@@ -298,28 +337,19 @@ impl Session {
             }
             let envelope = Value::Object(envelope);
             let parsed = match exact {
-                Some(exact) => exact.ok(),
-                None => JSONRPCMessage::deserialize(&envelope).ok(),
+                Some(exact) => exact,
+                None => (self.protocol.envelope)(&envelope),
+            };
+            let Some(shape) = parsed else {
+                return Verdict::new(Kind::Unparsed, Outcome::NoReply);
             };
             // Envelope keys the transport does not know (`$.jsonrpc`, …), per the variant it took.
-            match parsed {
-                None => return Verdict::new(Kind::Unparsed, Outcome::NoReply),
-                Some(JSONRPCMessage::V0(_)) => {
-                    protocol::JSONRPCRequest::track(&envelope, root, &mut ignored);
-                    Kind::Request
-                }
-                Some(JSONRPCMessage::V1(_)) => {
-                    protocol::JSONRPCNotification::track(&envelope, root, &mut ignored);
-                    Kind::Notification
-                }
-                Some(JSONRPCMessage::V2(_)) => {
-                    protocol::JSONRPCResponse::track(&envelope, root, &mut ignored);
-                    Kind::Response
-                }
-                Some(JSONRPCMessage::V3(_)) => {
-                    protocol::JSONRPCError::track(&envelope, root, &mut ignored);
-                    Kind::Error
-                }
+            (self.protocol.track_envelope)(shape, &envelope, root, &mut ignored);
+            match shape {
+                Envelope::Request => Kind::Request,
+                Envelope::Notification => Kind::Notification,
+                Envelope::Response => Kind::Response,
+                Envelope::Error => Kind::Error,
             }
         };
         let id = obj.get("id").cloned();
@@ -353,7 +383,8 @@ impl Session {
         if self.awaiting.len() >= MAX_AWAITING {
             self.awaiting.clear();
         }
-        self.awaiting.insert(id, static_method(method));
+        self.awaiting
+            .insert(id, static_method(self.protocol, method));
     }
 
     /// The common lines (a request of an initialized session, a response) checked in one scan
@@ -398,7 +429,7 @@ impl Session {
                         Some(m) => {
                             let mut p = JsonPath::root();
                             p.key("params");
-                            protocol::fast_params(m, &mut s, &mut p, &mut out).ok()?;
+                            (self.protocol.fast_params)(m, &mut s, &mut p, &mut out).ok()?;
                             walked = Some(());
                         }
                         None => s.skip().ok()?,
@@ -433,8 +464,8 @@ impl Session {
             // The gate looks at top-level params keys; a line that names none of them (and
             // has no escaped keys: the scan bails on those) cannot be gated.
             if !self.experimental
-                && (protocol::is_experimental_method(m)
-                    || protocol::experimental_checks(m)
+                && ((self.protocol.is_experimental_method)(m)
+                    || (self.protocol.experimental_checks)(m)
                         .iter()
                         .any(|c| memchr::memmem::find(text, c.0.as_bytes()).is_some()))
             {
@@ -445,7 +476,7 @@ impl Session {
                 s.reset(params);
                 let mut p = JsonPath::root();
                 p.key("params");
-                protocol::fast_params(m, &mut s, &mut p, &mut out).ok()?;
+                (self.protocol.fast_params)(m, &mut s, &mut p, &mut out).ok()?;
             }
             ignored.append(&mut out);
             self.await_result(IdKey::of_text(id_text), m);
@@ -466,7 +497,7 @@ impl Session {
             s.reset(result);
             let mut p = JsonPath::root();
             p.key("result");
-            protocol::fast_response(m, &mut s, &mut p, &mut ignored).ok()?;
+            (self.protocol.fast_response)(m, &mut s, &mut p, &mut ignored).ok()?;
             v.reply_to = self.pending.remove(&key);
         }
         v.id = Some(id_value);
@@ -497,12 +528,12 @@ impl Session {
             }
         }
         let typed = Value::Object(typed);
-        let request = match ClientRequest::deserialize(&typed) {
+        let is_initialize = match (self.protocol.client_request)(&typed) {
             Ok(r) => r,
             Err(e) => return reply(format!("Invalid request: {e}")),
         };
         let method = typed["method"].as_str().unwrap_or_default();
-        if let ClientRequest::Initialize { .. } = request {
+        if is_initialize {
             if self.initialized {
                 return reply("Already initialized".into());
             }
@@ -520,11 +551,11 @@ impl Session {
         } else if !self.initialized {
             return reply("Not initialized".into());
         } else if !self.experimental {
-            if let Some(reason) = experimental_reason(method, &typed["params"]) {
+            if let Some(reason) = experimental_reason(self.protocol, method, &typed["params"]) {
                 return reply(format!("{reason} requires experimentalApi capability"));
             }
         }
-        ClientRequest::track(&typed, &mut JsonPath::root(), ignored);
+        (self.protocol.track_client_request)(&typed, &mut JsonPath::root(), ignored);
         self.await_result(IdKey::of(&id), method);
         Verdict::new(Kind::Request, Outcome::Accepted)
     }
@@ -552,7 +583,8 @@ impl Session {
             return v;
         };
         if kind == Kind::Response {
-            match protocol::check_response(&method, obj.get("result").unwrap_or(&Value::Null)) {
+            match (self.protocol.check_response)(&method, obj.get("result").unwrap_or(&Value::Null))
+            {
                 Some(Ok(paths)) => ignored.extend(paths),
                 Some(Err(e)) => v.violation = Some(e),
                 None => {}
@@ -612,9 +644,9 @@ impl Session {
                 let mut typed = obj.clone();
                 typed.remove("jsonrpc");
                 let typed = Value::Object(typed);
-                match protocol::ServerRequest::deserialize(&typed) {
-                    Ok(_) => {
-                        protocol::ServerRequest::track(&typed, &mut root, &mut v.ignored);
+                match (self.protocol.server_request)(&typed) {
+                    Ok(()) => {
+                        (self.protocol.track_server_request)(&typed, &mut root, &mut v.ignored);
                         self.expect_response(id, m);
                     }
                     Err(e) => v.violation = Some(e.to_string()),
@@ -625,15 +657,18 @@ impl Session {
                 let mut typed = obj.clone();
                 typed.remove("jsonrpc");
                 let typed = Value::Object(typed);
-                match protocol::ServerNotification::deserialize(&typed) {
-                    Ok(_) => protocol::ServerNotification::track(&typed, &mut root, &mut v.ignored),
+                match (self.protocol.server_notification)(&typed) {
+                    Ok(()) => {
+                        (self.protocol.track_server_notification)(&typed, &mut root, &mut v.ignored)
+                    }
                     Err(e) => v.violation = Some(e.to_string()),
                 }
             }
             (Some(id), None) if obj.contains_key("result") => {
                 v.kind = Kind::Response;
                 if let Some(m) = self.awaiting.remove(&IdKey::of(id)) {
-                    if let Some(r) = protocol::check_result_at(&m, &obj["result"], &mut root) {
+                    if let Some(r) = (self.protocol.check_result_at)(&m, &obj["result"], &mut root)
+                    {
                         check(r, &mut v);
                     }
                     v.reply_to = Some(m.into_owned());
@@ -641,7 +676,7 @@ impl Session {
             }
             (Some(id), None) if obj.contains_key("error") => {
                 v.kind = Kind::Error;
-                if let Err(e) = protocol::JSONRPCError::deserialize(msg) {
+                if let Err(e) = (self.protocol.jsonrpc_error)(msg) {
                     v.violation = Some(e.to_string());
                 }
                 v.reply_to = self.awaiting.remove(&IdKey::of(id)).map(Cow::into_owned);
@@ -686,12 +721,12 @@ impl<'de> Deserialize<'de> for Entries {
 }
 
 /// The reason a request needs the `experimentalApi` capability, as the server words it.
-fn experimental_reason(method: &str, params: &Value) -> Option<String> {
-    if protocol::is_experimental_method(method) {
+fn experimental_reason(protocol: &Protocol, method: &str, params: &Value) -> Option<String> {
+    if (protocol.is_experimental_method)(method) {
         return Some(method.to_string());
     }
     let params = params.as_object()?;
-    protocol::experimental_checks(method)
+    (protocol.experimental_checks)(method)
         .iter()
         .find(
             |(field, variant, _, null_set, false_set)| match params.get(*field) {
@@ -717,8 +752,8 @@ fn experimental_reason(method: &str, params: &Value) -> Option<String> {
 }
 
 /// A client method name without an allocation when it is a known one.
-fn static_method(m: &str) -> Cow<'static, str> {
-    protocol::client_method(m).map_or_else(|| Cow::Owned(m.to_string()), Cow::Borrowed)
+fn static_method(protocol: &Protocol, m: &str) -> Cow<'static, str> {
+    (protocol.client_method)(m).map_or_else(|| Cow::Owned(m.to_string()), Cow::Borrowed)
 }
 
 /// `http::HeaderValue::from_str` rules: visible ASCII, space and tab, or obs-text bytes.

@@ -392,20 +392,31 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
     result.map(|()| l.transcript())
 }
 
-/// The real codex binary for tests and examples: `$CODEX_REAL_BIN`, else `$CODEX_WIRE_CODEX`
-/// (set by `cargo xtask test`), else the pinned one `cargo xtask` installs under `repo`'s
-/// `target/codex-cache/<schema/VERSION>/`. Missing: an error that says how to get it.
+/// The real codex binary of the newest supported version for tests and examples:
+/// `$CODEX_REAL_BIN`, else `$CODEX_WIRE_CODEX` (set by `cargo xtask test`), else the one `cargo
+/// xtask` installs under `repo`'s `target/codex-cache/<version>/`. Missing: an error that says
+/// how to get it.
 pub fn real_codex(repo: &Path) -> Result<PathBuf, String> {
-    let p = ["CODEX_REAL_BIN", "CODEX_WIRE_CODEX"]
+    match ["CODEX_REAL_BIN", "CODEX_WIRE_CODEX"]
         .iter()
         .find_map(std::env::var_os)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let version = crate::fake::CLI_VERSION;
-            repo.join("target/codex-cache")
-                .join(version)
-                .join("node_modules/.bin/codex")
-        });
+    {
+        Some(p) => found(PathBuf::from(p)),
+        None => real_codex_of(repo, crate::newest().version),
+    }
+}
+
+/// The real codex binary of `version`, as `cargo xtask test` installs it under `repo`'s
+/// `target/codex-cache/<version>/`.
+pub fn real_codex_of(repo: &Path, version: &str) -> Result<PathBuf, String> {
+    found(
+        repo.join("target/codex-cache")
+            .join(version)
+            .join("node_modules/.bin/codex"),
+    )
+}
+
+fn found(p: PathBuf) -> Result<PathBuf, String> {
     if p.is_file() {
         Ok(p)
     } else {

@@ -36,6 +36,9 @@ pub struct Cli {
     /// Do not print findings
     #[arg(long)]
     pub quiet: bool,
+    /// Judge as this codex version (default: what `COMMAND --version` prints)
+    #[arg(long, value_name = "X.Y.Z", value_parser = crate::parse_codex_version)]
+    pub codex_version: Option<&'static crate::Protocol>,
     /// The server command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -68,6 +71,7 @@ pub fn main(cli: Cli) -> ExitCode {
         append: false,
         allow_ignored: &cli.allow_ignored,
         quiet: cli.quiet,
+        protocol: cli.codex_version,
     })
     .exit_code()
 }
@@ -85,6 +89,8 @@ pub struct Options<'a> {
     pub allow_ignored: &'a [String],
     /// Do not print findings.
     pub quiet: bool,
+    /// The codex version to judge as (`None`: ask the command's `--version`).
+    pub protocol: Option<&'static crate::Protocol>,
 }
 
 /// How the proxied command ended.
@@ -114,6 +120,36 @@ impl Exit {
     }
 }
 
+/// The codex version `program --version` names (`codex-cli X.Y.Z`), if this build speaks it.
+/// A program that does not answer within a few seconds is not waited for.
+fn child_version(program: &str) -> Result<&'static crate::Protocol, String> {
+    let mut child = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("`{program} --version`: {e}"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while child.try_wait().ok().flatten().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("`{program} --version` did not answer"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut text = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = io::Read::read_to_string(&mut out, &mut text);
+    }
+    let line = text.lines().next().unwrap_or_default().trim();
+    let version = line.rsplit(' ').next().unwrap_or_default();
+    crate::by_version(version).ok_or_else(|| {
+        format!("`{program} --version` printed {line:?}, not a version this build speaks")
+    })
+}
+
 /// Runs `o.command` behind the proxy on this process's stdio until it exits.
 pub fn run(o: &Options) -> Exit {
     let allow: Vec<Glob> = o.allow_ignored.iter().map(|g| Glob::new(g)).collect();
@@ -139,6 +175,14 @@ pub fn run(o: &Options) -> Exit {
             return Exit::Code(2);
         }
     };
+    let protocol = o.protocol.unwrap_or_else(|| match child_version(program) {
+        Ok(p) => p,
+        Err(why) => {
+            let p = crate::newest();
+            eprintln!("{name}: judging as codex {} ({why})", p.version);
+            p
+        }
+    });
     let mut child = match Command::new(program)
         .args(rest)
         .stdin(Stdio::piped())
@@ -184,7 +228,7 @@ pub fn run(o: &Options) -> Exit {
         pump(&mut child_out, &mut stdout, Dir::Out, &tx);
     });
     let argv: Vec<&String> = command.iter().collect();
-    let mut an = Analyzer::new(transcript, allow, quiet, pid, name.to_string());
+    let mut an = Analyzer::new(transcript, allow, quiet, pid, name.to_string(), protocol);
     an.event(serde_json::json!({"event": "spawn", "argv": argv, "ppid": std::process::id()}));
     // Runs until both readers are gone (the server's stdout closed and the client's either
     // closed or abandoned).
@@ -276,14 +320,16 @@ impl Analyzer {
         quiet: bool,
         pid: i32,
         name: String,
+        protocol: &'static crate::Protocol,
     ) -> Self {
         Analyzer {
-            session: Session::new(),
+            session: Session::with_protocol(protocol),
             style: Style {
                 format: report::OutFormat::Human,
                 color: false,
                 allow,
                 source: String::new(),
+                protocol,
             },
             stats: Stats::default(),
             transcript,

@@ -152,6 +152,7 @@ fn run(
         append: true,
         allow_ignored: allow,
         quiet,
+        protocol: None,
     })
 }
 

@@ -46,7 +46,7 @@ fn help_and_version_everywhere() {
     // The fake answers as the codex release it speaks.
     let v = run(&["fake", "--version"]);
     assert_eq!(v.status.code(), Some(0));
-    let want = format!("codex-cli {}", codex_wire::fake::CLI_VERSION);
+    let want = format!("codex-cli {}", codex_wire::newest().version);
     assert_eq!(text(&v.stdout).trim(), want);
 }
 

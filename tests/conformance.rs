@@ -1,8 +1,9 @@
-//! Offline differential conformance: the engine against the real server's recorded replies
-//! (`tests/corpus/conformance.jsonl`, written by `cargo xtask conformance --record`).
+//! Offline differential conformance, per supported codex version: the engine of that version
+//! against its real server's recorded replies (`tests/corpus/<V>/conformance.jsonl`, written by
+//! `cargo xtask conformance --record --version V`).
 //!
 //! Every recorded line must get the same verdict: the byte-identical error reply, accepted,
-//! no reply, or close. Cases listed in `tests/corpus/known_differences.txt` are reported but
+//! no reply, or close. Cases listed in `tests/corpus/<V>/known_differences.txt` are reported but
 //! tolerated; a listed case that starts to pass fails the test too, so the list stays true.
 
 use codex_wire::{Outcome, Session};
@@ -37,17 +38,28 @@ fn describe(outcome: &Outcome) -> String {
 }
 
 #[test]
-fn corpus_matches_the_real_server() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let corpus = std::fs::read_to_string(format!("{root}/tests/corpus/conformance.jsonl"))
-        .expect("the recorded corpus is committed");
-    let known: BTreeSet<String> =
-        std::fs::read_to_string(format!("{root}/tests/corpus/known_differences.txt"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| l.split('\t').next().unwrap_or("").trim().to_string())
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .collect();
+fn corpus_matches_the_real_server_of_every_version() {
+    for p in codex_wire::versions() {
+        eprintln!("== codex {}", p.version);
+        version_matches(p);
+    }
+}
+
+fn version_matches(p: &'static codex_wire::Protocol) {
+    let dir = format!("{}/tests/corpus/{}", env!("CARGO_MANIFEST_DIR"), p.version);
+    let corpus = std::fs::read_to_string(format!("{dir}/conformance.jsonl")).unwrap_or_else(|e| {
+        panic!(
+            "{dir}/conformance.jsonl: {e} (every supported version has its recorded corpus: \
+             cargo xtask conformance --record --version {})",
+            p.version
+        )
+    });
+    let known: BTreeSet<String> = std::fs::read_to_string(format!("{dir}/known_differences.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or("").trim().to_string())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
     let mut by_cat: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut unexpected = Vec::new();
     let mut stale = Vec::new();
@@ -68,7 +80,7 @@ fn corpus_matches_the_real_server() {
                 .collect()
         };
         let expects = case["expect"].as_array().expect("expect");
-        let mut session = Session::new();
+        let mut session = Session::with_protocol(p);
         let mut diff = None;
         for (n, (l, e)) in lines.iter().zip(expects).enumerate() {
             let v = session.feed(l);
@@ -123,17 +135,21 @@ fn corpus_matches_the_real_server() {
             text.push_str(d);
             text.push('\n');
         }
-        std::fs::write(format!("{root}/tests/corpus/known_differences.txt"), text).unwrap();
+        std::fs::write(format!("{dir}/known_differences.txt"), text).unwrap();
         return;
     }
-    assert!(total >= 1, "the corpus is empty");
+    let v = p.version;
+    assert!(
+        total >= 1000,
+        "codex {v}: the corpus has only {total} cases"
+    );
     assert!(
         unexpected.is_empty(),
-        "{} cases differ from the real server (first shown above)",
+        "codex {v}: {} cases differ from the real server (first shown above)",
         unexpected.len()
     );
     assert!(
         stale.is_empty(),
-        "listed as known differences but now identical: {stale:?}"
+        "codex {v}: listed as known differences but now identical: {stale:?}"
     );
 }

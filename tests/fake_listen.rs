@@ -118,7 +118,13 @@ fn ws_capability_token_refusals_match_the_real_server() {
     let (mut ws, _) = tungstenite::connect(req).unwrap();
     ws.send(Message::text(INIT)).unwrap();
     let reply = ws.read().unwrap().into_text().unwrap();
-    assert!(reply.contains("\"userAgent\":\"ws/0.171.0"), "{reply}");
+    assert!(
+        reply.contains(&format!(
+            "\"userAgent\":\"ws/{}",
+            codex_wire::newest().version
+        )),
+        "{reply}"
+    );
     // A protocol error over ws is the same line as over stdio.
     ws.send(Message::text(
         r#"{"id":2,"method":"turn/start","params":{}}"#,
@@ -191,5 +197,11 @@ fn unix_socket_is_user_only_and_speaks_websocket() {
     let (mut ws, _) = tungstenite::client::client("ws://localhost/", stream).unwrap();
     ws.send(Message::text(INIT)).unwrap();
     let reply = ws.read().unwrap().into_text().unwrap();
-    assert!(reply.contains("\"userAgent\":\"ws/0.171.0"), "{reply}");
+    assert!(
+        reply.contains(&format!(
+            "\"userAgent\":\"ws/{}",
+            codex_wire::newest().version
+        )),
+        "{reply}"
+    );
 }

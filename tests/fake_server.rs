@@ -149,7 +149,7 @@ impl Client {
         assert!(r["result"]["userAgent"]
             .as_str()
             .unwrap()
-            .starts_with("fake_test/0.171.0"));
+            .starts_with(&format!("fake_test/{}", codex_wire::newest().version)));
         self.write(&json!({"method": "initialized"}));
     }
 
@@ -585,9 +585,10 @@ fn version_and_argv0_codex() {
         .args(["fake", "--version"])
         .output()
         .unwrap();
+    let newest = codex_wire::newest().version;
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        "codex-cli 0.171.0"
+        format!("codex-cli {newest}")
     );
     let dir = state_dir("argv0");
     let link = dir.join("codex");
@@ -595,7 +596,7 @@ fn version_and_argv0_codex() {
     let out = Command::new(&link).arg("--version").output().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        "codex-cli 0.171.0"
+        format!("codex-cli {newest}")
     );
     let mut child = Command::new(&link)
         .args(["app-server"])
@@ -611,19 +612,89 @@ fn version_and_argv0_codex() {
         .write_all(b"{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientInfo\":{\"name\":\"n\",\"version\":\"1\"}}}\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("\"userAgent\":\"n/0.171.0"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("\"userAgent\":\"n/{newest}")));
     assert!(dir.join("transcript.jsonl").exists());
 }
 
+/// `--codex-version V` (or `CODEX_WIRE_CODEX_VERSION`): the fake answers as V — its version, its
+/// `userAgent`, and its methods: a method V does not have gets V's own unknown-variant reply,
+/// which the engine of V predicts byte for byte.
 #[test]
-fn default_results_are_valid_for_every_method() {
-    let methods = codex_wire::fake::default_methods();
-    assert!(methods.len() > 150, "{}", methods.len());
-    for m in methods {
-        let r = codex_wire::fake::default_result(&m);
-        if let Some(check) = codex_wire::protocol::check_result(&m, &r) {
-            let ignored = check.unwrap_or_else(|e| panic!("{m}: {e}: {r}"));
-            assert!(ignored.is_empty(), "{m}: {ignored:?}");
+fn answers_as_any_supported_version() {
+    let newest = codex_wire::newest();
+    for &p in codex_wire::versions() {
+        let v = p.version;
+        let out = Command::new(BIN)
+            .args(["fake", "--codex-version", v, "--version"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("codex-cli {v}")
+        );
+        // A method only the newest has, if V lacks one.
+        let only_newest = newest
+            .client_methods
+            .iter()
+            .find(|m| !p.client_methods.contains(m))
+            .copied()
+            .unwrap_or("codex-wire/none");
+        let lines = [
+            r#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"n","version":"1"}}}"#
+                .to_string(),
+            format!(r#"{{"id":2,"method":"{only_newest}","params":{{}}}}"#),
+        ];
+        let dir = state_dir(&format!("as-{v}"));
+        let mut child = Command::new(BIN)
+            .args(["fake", "app-server"])
+            .env("CODEX_WIRE_FAKE_STATE_DIR", &dir)
+            .env("CODEX_WIRE_CODEX_VERSION", v)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all((lines.join("\n") + "\n").as_bytes())
+            .unwrap();
+        let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+        assert!(
+            out.contains(&format!("\"userAgent\":\"n/{v} (")),
+            "{v}: {out}"
+        );
+        let mut engine = codex_wire::Session::with_protocol(p);
+        engine.feed(lines[0].as_bytes());
+        let verdict = engine.feed(lines[1].as_bytes());
+        if p.version != newest.version && only_newest != "codex-wire/none" {
+            let reply = verdict.error().expect("a method V lacks is refused").line();
+            assert!(reply.contains("unknown variant"), "{reply}");
+            assert!(
+                out.lines().any(|l| l == reply),
+                "{v}: want {reply} in {out}"
+            );
+        }
+    }
+    let bad = Command::new(BIN)
+        .args(["fake", "--codex-version", "0.0.1", "--version"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a version this build speaks"));
+}
+
+#[test]
+fn default_results_are_valid_for_every_method_of_every_version() {
+    for &p in codex_wire::versions() {
+        let methods = codex_wire::fake::default_methods(p);
+        assert!(methods.len() > 150, "{}", methods.len());
+        for m in methods {
+            let r = codex_wire::fake::default_result(p, &m);
+            if let Some(check) = p.check_result(&m, &r) {
+                let ignored = check.unwrap_or_else(|e| panic!("{} {m}: {e}: {r}", p.version));
+                assert!(ignored.is_empty(), "{} {m}: {ignored:?}", p.version);
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 //! give the same verdict. The fast path may decline a line, never answer it differently; and
 //! on ordinary traffic it must answer most lines, or the speed it exists for is gone.
 
-use codex_wire::{Session, Verdict};
+use codex_wire::{Protocol, Session, Verdict};
 use serde_json::{json, Map, Value};
 
 const INIT_EXPERIMENTAL: &str = r#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"},"capabilities":{"experimentalApi":true}}}"#;
@@ -13,7 +13,15 @@ const INIT_STABLE: &str =
 /// Feeds `lines` (client lines, or server lines when `dir` is "out") to both sessions and
 /// asserts equal verdicts. Returns the fast session.
 fn agree<'a>(lines: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Session {
-    let (mut fast, mut exact) = (Session::new(), Session::exact());
+    agree_in(codex_wire::newest(), lines)
+}
+
+/// [`agree`] in one codex version.
+fn agree_in<'a>(
+    p: &'static Protocol,
+    lines: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Session {
+    let (mut fast, mut exact) = (Session::with_protocol(p), Session::exact_with(p));
     for (dir, l) in lines {
         let (a, b): (Verdict, Verdict) = if dir == "out" {
             (fast.feed_server(l), exact.feed_server(l))
@@ -30,12 +38,14 @@ fn agree<'a>(lines: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Session {
     fast
 }
 
-fn corpus(name: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/corpus/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+/// A recorded corpus file of one version (`tests/corpus/<V>/<name>`).
+fn corpus(p: &Protocol, name: &str) -> Vec<Value> {
+    let path = format!(
+        "{}/tests/corpus/{}/{name}",
+        env!("CARGO_MANIFEST_DIR"),
+        p.version
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
@@ -55,21 +65,24 @@ fn case_lines(case: &Value) -> Vec<Vec<u8>> {
 
 #[test]
 fn recorded_cases_get_the_same_verdicts() {
-    let mut hits = 0;
-    let mut lines = 0;
-    for file in ["conformance.jsonl", "oracle.jsonl"] {
-        for case in corpus(file) {
-            let ls = case_lines(&case);
-            lines += ls.len();
-            let s = agree(ls.iter().map(|l| ("in", l.as_slice())));
-            hits += s.fast_hits();
+    for &p in codex_wire::versions() {
+        let mut hits = 0;
+        let mut lines = 0;
+        for file in ["conformance.jsonl", "oracle.jsonl"] {
+            for case in corpus(p, file) {
+                let ls = case_lines(&case);
+                lines += ls.len();
+                let s = agree_in(p, ls.iter().map(|l| ("in", l.as_slice())));
+                hits += s.fast_hits();
+            }
         }
+        // Most recorded cases are invalid on purpose; the valid ones still take the fast path.
+        assert!(
+            hits > 2_000,
+            "codex {}: fast path answered only {hits} of {lines} lines",
+            p.version
+        );
     }
-    // Most recorded cases are invalid on purpose; the valid ones still take the fast path.
-    assert!(
-        hits > 2_000,
-        "fast path answered only {hits} of {lines} lines"
-    );
 }
 
 #[test]
@@ -92,7 +105,7 @@ fn generated_traffic_is_mostly_fast_and_identical() {
 
 #[test]
 fn a_real_session_both_directions() {
-    let lines: Vec<(String, String)> = corpus("real_session.jsonl")
+    let lines: Vec<(String, String)> = corpus(codex_wire::newest(), "real_session.jsonl")
         .iter()
         .map(|v| {
             (
@@ -208,9 +221,15 @@ fn variants(v: &Value, out: &mut Vec<Value>) {
 
 #[test]
 fn structural_variants_of_accepted_lines() {
+    for &p in codex_wire::versions() {
+        variants_agree(p);
+    }
+}
+
+fn variants_agree(p: &'static Protocol) {
     let mut bases = Vec::new();
     for file in ["conformance.jsonl", "oracle.jsonl"] {
-        for case in corpus(file) {
+        for case in corpus(p, file) {
             let ls = case_lines(&case);
             for (l, e) in ls.iter().zip(case["expect"].as_array().unwrap()) {
                 if e["status"] == "accepted" {
@@ -231,7 +250,7 @@ fn structural_variants_of_accepted_lines() {
         let lines: Vec<String> = vs.iter().map(Value::to_string).collect();
         for init in [INIT_EXPERIMENTAL, INIT_STABLE] {
             let all = std::iter::once(init).chain(lines.iter().map(String::as_str));
-            let s = agree(all.map(|l| ("in", l.as_bytes())));
+            let s = agree_in(p, all.map(|l| ("in", l.as_bytes())));
             hits += s.fast_hits();
             fed += lines.len() + 1;
         }
@@ -243,14 +262,13 @@ fn structural_variants_of_accepted_lines() {
 /// structural variants, matched by id.
 #[test]
 fn responses_to_server_requests() {
-    let bundle: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/schema/json/codex_app_server_protocol.schemas.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    for &p in codex_wire::versions() {
+        responses_agree(p);
+    }
+}
+
+fn responses_agree(p: &'static Protocol) {
+    let bundle: Value = serde_json::from_str(p.bundle).unwrap();
     let members = bundle["definitions"]["ServerRequest"]["oneOf"]
         .as_array()
         .unwrap();
@@ -263,10 +281,10 @@ fn responses_to_server_requests() {
             .unwrap_or_default();
         let stem = params.rsplit('/').next().unwrap_or_default();
         let resp = format!("{}Response", stem.strip_suffix("Params").unwrap_or(stem));
-        let base = codex_wire::fake::defaults::minimal_of(&resp);
+        let base = codex_wire::fake::defaults::minimal_of(p, &resp);
         let mut results = vec![base.clone(), json!({}), json!(null), json!([])];
         variants(&base, &mut results);
-        let (mut fast, mut exact) = (Session::new(), Session::exact());
+        let (mut fast, mut exact) = (Session::with_protocol(p), Session::exact_with(p));
         for s in [&mut fast, &mut exact] {
             s.feed(INIT_EXPERIMENTAL.as_bytes());
         }

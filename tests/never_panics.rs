@@ -2,9 +2,10 @@
 //! (`cargo run --release --example fuzz -- --seconds N` runs the same fuzzer for longer.)
 
 fn seeds() -> Vec<Vec<u8>> {
-    let corpus = std::fs::read_to_string(concat!(
+    let corpus = std::fs::read_to_string(format!(
+        "{}/tests/corpus/{}/conformance.jsonl",
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/corpus/conformance.jsonl"
+        codex_wire::newest().version
     ))
     .expect("corpus");
     let mut seeds = Vec::new();
@@ -31,6 +32,16 @@ fn mutated_lines_never_panic() {
 #[test]
 fn random_bytes_never_panic() {
     let mut rng = codex_wire::fuzz::Rng::new(7);
+    // Every version's generated code: each has its own types and tables.
+    for p in codex_wire::versions() {
+        let mut s = codex_wire::Session::with_protocol(p);
+        for _ in 0..5_000 {
+            let len = rng.below(200);
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            let v = s.feed(&bytes);
+            assert!(v.error().is_none() || v.kind == codex_wire::Kind::Request);
+        }
+    }
     let mut s = codex_wire::Session::new();
     for _ in 0..20_000 {
         let len = rng.below(200);

@@ -10,18 +10,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 fn codex() -> PathBuf {
-    let p = std::env::var_os("CODEX_WIRE_CODEX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("target/codex-cache/0.171.0/node_modules/.bin/codex")
-        });
-    assert!(
-        p.exists(),
-        "the real codex binary is missing at {} (run `cargo xtask test`, or set CODEX_WIRE_CODEX)",
-        p.display()
-    );
-    p
+    codex_wire::harness::real_codex(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -1,20 +1,26 @@
-//! Server→client checking on a session captured from the real server (codex-cli 0.171.0):
-//! everything the real server wrote is valid against the generated types (no false drift),
-//! and tampered copies of it are reported.
+//! Server→client checking on sessions captured from the real server of every supported version
+//! (`tests/corpus/<V>/real_session*.jsonl`, recorded by `cargo xtask sessions`): everything the
+//! real server wrote is valid against that version's generated types (no false drift), and
+//! tampered copies of it are reported.
 
-use codex_wire::Session;
+use codex_wire::{Protocol, Session};
 use serde_json::Value;
 
 fn session() -> Vec<(String, String)> {
-    read_session("real_session.jsonl")
+    read_session(codex_wire::newest(), "real_session.jsonl")
 }
 
-/// `real_session_turn.jsonl`: 0.171.0 again, wider: ~30 methods, a thread forked, resumed and
-/// read with its turns, and a turn whose model request fails offline (turn and item
-/// notifications, error notifications).
-fn read_session(name: &str) -> Vec<(String, String)> {
-    let path = format!("{}/tests/corpus/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(path).unwrap();
+/// `real_session_turn.jsonl` is wider: ~30 methods, a thread forked, resumed and read with its
+/// turns, and a turn whose model request fails offline (turn and item notifications, error
+/// notifications).
+fn read_session(p: &Protocol, name: &str) -> Vec<(String, String)> {
+    let path = format!(
+        "{}/tests/corpus/{}/{name}",
+        env!("CARGO_MANIFEST_DIR"),
+        p.version
+    );
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (cargo xtask sessions --version {})", p.version));
     text.lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
@@ -27,7 +33,11 @@ fn read_session(name: &str) -> Vec<(String, String)> {
 }
 
 fn replay(lines: &[(String, String)]) -> Vec<codex_wire::Verdict> {
-    let mut s = Session::new();
+    replay_in(codex_wire::newest(), lines)
+}
+
+fn replay_in(p: &'static Protocol, lines: &[(String, String)]) -> Vec<codex_wire::Verdict> {
+    let mut s = Session::with_protocol(p);
     lines
         .iter()
         .map(|(dir, l)| match dir.as_str() {
@@ -38,15 +48,18 @@ fn replay(lines: &[(String, String)]) -> Vec<codex_wire::Verdict> {
 }
 
 #[test]
-fn the_real_servers_own_messages_are_valid() {
-    for name in ["real_session.jsonl", "real_session_turn.jsonl"] {
-        real_session_is_valid(name);
+fn the_real_servers_own_messages_are_valid_in_every_version() {
+    for &p in codex_wire::versions() {
+        for name in ["real_session.jsonl", "real_session_turn.jsonl"] {
+            real_session_is_valid(p, name);
+        }
     }
 }
 
-fn real_session_is_valid(name: &str) {
-    let lines = read_session(name);
-    let verdicts = replay(&lines);
+fn real_session_is_valid(p: &'static Protocol, name: &str) {
+    let lines = read_session(p, name);
+    let verdicts = replay_in(p, &lines);
+    let name = format!("{} {name}", p.version);
     let mut results = 0;
     for ((dir, line), v) in lines.iter().zip(&verdicts) {
         assert!(

@@ -8,10 +8,17 @@ use codex_wire::diff;
 use codex_wire::harness::{self, Server};
 use std::path::Path;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/turns");
+/// The newest version's turn corpus (the fake plays turns as that version's server does).
+fn corpus() -> String {
+    format!(
+        "{}/tests/corpus/{}/turns",
+        env!("CARGO_MANIFEST_DIR"),
+        codex_wire::newest().version
+    )
+}
 
 fn known() -> Vec<String> {
-    std::fs::read_to_string(Path::new(CORPUS).join("known_differences.txt"))
+    std::fs::read_to_string(Path::new(&corpus()).join("known_differences.txt"))
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -21,7 +28,7 @@ fn known() -> Vec<String> {
 
 #[test]
 fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
-    let cases = harness::load_cases(Path::new(CORPUS)).expect("the turn corpus");
+    let cases = harness::load_cases(Path::new(&corpus())).expect("the turn corpus");
     assert!(cases.len() >= 25, "turn corpus too small: {}", cases.len());
     let bin = Path::new(env!("CARGO_BIN_EXE_codex-wire"));
     // Outside any git repository, as the recordings were made (git state shows in messages).
@@ -30,7 +37,7 @@ fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
     let (mut same, mut failures, mut stale) = (0, Vec::new(), Vec::new());
     let mut drift = Vec::new();
     for case in &cases {
-        let recorded = Path::new(CORPUS).join(format!("{}.real.jsonl", case.name));
+        let recorded = Path::new(&corpus()).join(format!("{}.real.jsonl", case.name));
         let real = std::fs::read_to_string(&recorded)
             .unwrap_or_else(|e| panic!("{}: {e} (cargo xtask turns --record)", recorded.display()));
         let fake = harness::run(case, &Server::Fake { bin }, &work.join(&case.name))

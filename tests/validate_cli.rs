@@ -228,30 +228,67 @@ fn transcripts_check_both_directions_and_keep_sessions_apart() {
     assert_eq!(r[6]["kind"], "unreadable");
 }
 
+/// Each version's captured session is clean when judged as that version, which `validate`
+/// detects from the server's `userAgent` and names on stderr.
 #[test]
-fn the_real_session_transcript_is_clean() {
-    let out = bin()
-        .args([
-            "validate",
-            "--format",
-            "json",
-            "tests/corpus/real_session.jsonl",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let r = records(&out);
-    assert_eq!(r.len(), 25);
-    assert!(r.iter().all(|x| x.get("violation").is_none()));
-    assert!(r
-        .iter()
-        .any(|x| x["dir"] == "out" && x["replyTo"] == "thread/start"));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+fn the_real_session_transcript_of_every_version_is_clean() {
+    for &p in codex_wire::versions() {
+        let v = p.version;
+        let file = format!("tests/corpus/{v}/real_session.jsonl");
+        let out = bin()
+            .args(["validate", "--format", "json", &file])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "judged as codex {v} (from the server's userAgent)"
+            )),
+            "{stderr}"
+        );
+        let r = records(&out);
+        assert_eq!(r.len(), 25, "{v}");
+        assert!(r.iter().all(|x| x.get("violation").is_none()), "{v}");
+        assert!(r
+            .iter()
+            .any(|x| x["dir"] == "out" && x["replyTo"] == "thread/start"));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{v}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// Judged as another version than the capture's, the same session has findings: the versions
+/// really differ, and `--codex-version` overrides the detection.
+#[test]
+fn codex_version_overrides_the_detected_one() {
+    let versions = codex_wire::versions();
+    let (oldest, newest) = (versions[0].version, codex_wire::newest().version);
+    if oldest == newest {
+        return;
+    }
+    let file = format!("tests/corpus/{newest}/real_session_turn.jsonl");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["validate", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(&file);
+        bin()
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&[]).status.code(), Some(0));
+    let out = run(&["--codex-version", oldest]);
+    assert!(String::from_utf8_lossy(&out.stderr).is_empty());
+    assert_eq!(out.status.code(), Some(1), "judged as {oldest}");
+    let out = run(&["--codex-version", "9.9.9"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a version this build speaks"));
 }
 
 #[test]
@@ -295,9 +332,10 @@ fn arbitrary_bytes_never_crash_it() {
 /// finding of its own: `missing` in JSON, a warning in human output, a column in the summary.
 #[test]
 fn an_absent_always_sent_key_is_reported() {
-    let real = std::fs::read_to_string(concat!(
+    let real = std::fs::read_to_string(format!(
+        "{}/tests/corpus/{}/real_session.jsonl",
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/corpus/real_session.jsonl"
+        codex_wire::newest().version
     ))
     .unwrap();
     let mut transcript = String::new();

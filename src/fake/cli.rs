@@ -30,6 +30,17 @@ pub struct Cli {
     #[arg(short = 'V', long)]
     pub version: bool,
 
+    /// The codex version to answer as: its methods, fields, errors and `userAgent` (default: the
+    /// newest this build speaks)
+    #[arg(
+        long,
+        env = "CODEX_WIRE_CODEX_VERSION",
+        value_name = "X.Y.Z",
+        global = true,
+        value_parser = crate::parse_codex_version
+    )]
+    pub codex_version: Option<&'static crate::Protocol>,
+
     #[command(flatten)]
     pub codex: CodexOptions,
 

@@ -2,12 +2,10 @@
 //! captured session when there is one, else the minimal value valid for the method's response
 //! schema (required fields only; nullable → `null`, first enum value, first variant).
 
+use crate::Protocol;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::sync::OnceLock;
-
-static BUNDLE: &str = include_str!("../../schema/json/codex_app_server_protocol.schemas.json");
-static REAL_SESSION: &str = include_str!("../../tests/corpus/real_session.jsonl");
+use std::sync::{Mutex, OnceLock};
 
 struct Schema {
     /// Every definition by name (the bundle nests the v2 ones under `definitions.v2`).
@@ -18,10 +16,12 @@ struct Schema {
     captured: HashMap<String, Value>,
 }
 
-fn schema() -> &'static Schema {
-    static S: OnceLock<Schema> = OnceLock::new();
-    S.get_or_init(|| {
-        let bundle: Value = serde_json::from_str(BUNDLE).unwrap_or(Value::Null);
+/// The schema of one version, read once per process.
+fn schema(p: &'static Protocol) -> &'static Schema {
+    static S: OnceLock<Mutex<HashMap<&'static str, &'static Schema>>> = OnceLock::new();
+    let mut cache = crate::fake::server::lock(S.get_or_init(Default::default));
+    cache.entry(p.version).or_insert_with(|| {
+        let bundle: Value = serde_json::from_str(p.bundle).unwrap_or(Value::Null);
         let mut defs = bundle["definitions"]
             .as_object()
             .cloned()
@@ -45,18 +45,18 @@ fn schema() -> &'static Schema {
                 }
             }
         }
-        Schema {
+        Box::leak(Box::new(Schema {
             defs,
             responses,
-            captured: captured(),
-        }
+            captured: captured(p.captured_session),
+        }))
     })
 }
 
-fn captured() -> HashMap<String, Value> {
+fn captured(session: &str) -> HashMap<String, Value> {
     let mut methods = HashMap::new();
     let mut out = HashMap::new();
-    for line in REAL_SESSION.lines() {
+    for line in session.lines() {
         let Ok(entry) = serde_json::from_str::<Value>(line) else {
             continue;
         };
@@ -84,27 +84,31 @@ fn ref_name(r: &str) -> &str {
 }
 
 /// The default result for `method`.
-pub fn result_for(method: &str) -> Value {
-    let s = schema();
+pub fn result_for(p: &'static Protocol, method: &str) -> Value {
+    let s = schema(p);
     // Results that depend on the session (threads, paths) are not replayed from the capture.
     const LIVE: &[&str] = &["thread/start", "initialize", "skills/list"];
     if !LIVE.contains(&method) {
-        if let Some(v) = s.captured.get(method).and_then(|v| schema_clean(method, v)) {
+        if let Some(v) = s
+            .captured
+            .get(method)
+            .and_then(|v| schema_clean(p, method, v))
+        {
             return v;
         }
     }
     match s.responses.get(method).and_then(|r| s.defs.get(r)) {
-        Some(def) => minimal(def, 0, false),
+        Some(def) => minimal(s, def, 0, false),
         None => json!({}),
     }
 }
 
 /// The captured result without the keys the schema does not declare (the real server sends a
 /// few the bundle lacks; the fake only sends what the schema allows). None if still not clean.
-fn schema_clean(method: &str, v: &Value) -> Option<Value> {
+fn schema_clean(p: &Protocol, method: &str, v: &Value) -> Option<Value> {
     let mut v = v.clone();
     for _ in 0..3 {
-        match crate::protocol::check_result(method, &v) {
+        match p.check_result(method, &v) {
             None => return Some(v),
             Some(Ok(paths)) if paths.is_empty() => return Some(v),
             Some(Ok(paths)) => {
@@ -155,21 +159,20 @@ fn remove_path(v: &mut Value, path: &str) {
 }
 
 /// The minimal valid value of a schema node.
-pub fn minimal_of(def_name: &str) -> Value {
-    schema()
-        .defs
+pub fn minimal_of(p: &'static Protocol, def_name: &str) -> Value {
+    let s = schema(p);
+    s.defs
         .get(def_name)
-        .map(|d| minimal(d, 0, false))
+        .map(|d| minimal(s, d, 0, false))
         .unwrap_or(Value::Null)
 }
 
-fn minimal(node: &Value, depth: usize, path_like: bool) -> Value {
+fn minimal(s: &Schema, node: &Value, depth: usize, path_like: bool) -> Value {
     // The schema is finite but recursive types exist; required fields never loop in practice,
     // the bound keeps a broken bundle from recursing forever.
     if depth > 40 {
         return Value::Null;
     }
-    let s = schema();
     let Some(obj) = node.as_object() else {
         return Value::Null; // `true`: any JSON value
     };
@@ -179,7 +182,7 @@ fn minimal(node: &Value, depth: usize, path_like: bool) -> Value {
         return s
             .defs
             .get(name)
-            .map(|d| minimal(d, depth + 1, path_like))
+            .map(|d| minimal(s, d, depth + 1, path_like))
             .unwrap_or(Value::Null);
     }
     if let Some(c) = obj.get("const") {
@@ -195,7 +198,7 @@ fn minimal(node: &Value, depth: usize, path_like: bool) -> Value {
             }
             return vs
                 .first()
-                .map(|v| minimal(v, depth + 1, path_like))
+                .map(|v| minimal(s, v, depth + 1, path_like))
                 .unwrap_or(Value::Null);
         }
     }
@@ -225,7 +228,7 @@ fn minimal(node: &Value, depth: usize, path_like: bool) -> Value {
                 .filter_map(Value::as_str)
             {
                 let sub = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
-                out.insert(name.to_string(), minimal(sub, depth + 1, path_like));
+                out.insert(name.to_string(), minimal(s, sub, depth + 1, path_like));
             }
             Value::Object(out)
         }
@@ -234,8 +237,8 @@ fn minimal(node: &Value, depth: usize, path_like: bool) -> Value {
 }
 
 /// Every client request method the schema knows, for tests.
-pub fn methods() -> Vec<String> {
-    let mut m: Vec<String> = schema().responses.keys().cloned().collect();
+pub fn methods(p: &'static Protocol) -> Vec<String> {
+    let mut m: Vec<String> = schema(p).responses.keys().cloned().collect();
     m.sort();
     m
 }

@@ -17,7 +17,7 @@ use tungstenite::protocol::{Role, WebSocket};
 use tungstenite::Message;
 
 pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
-    let fake = Fake::new(dir, &a.overrides);
+    let fake = Fake::new(dir, &a.overrides, a.protocol.unwrap_or_else(crate::newest));
     // SAFETY: getppid has no preconditions.
     let ppid = unsafe { libc::getppid() };
     fake.record(json!({"event": "spawn", "argv": args, "ppid": ppid}));

@@ -17,8 +17,6 @@ pub use defaults::{methods as default_methods, minimal_of, result_for as default
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The codex release whose protocol the fake speaks (the vendored schema's).
-pub const CLI_VERSION: &str = include_str!("../../schema/VERSION").trim_ascii();
 /// File in the state dir whose existence releases `grandchild` processes.
 pub const GRANDCHILD_RELEASE: &str = "release-grandchildren";
 
@@ -30,11 +28,14 @@ pub struct Args {
     pub ws_token_file: Option<PathBuf>,
     /// `-c key=value` and the flags that are sugar for it, in order (a later one wins).
     pub overrides: Vec<(String, String)>,
+    /// The codex version the fake answers as.
+    pub protocol: Option<&'static crate::Protocol>,
 }
 /// Runs the fake for a parsed command line; `argv` is what the transcript's `spawn` records.
 pub fn main(cli: Cli, argv: &[String]) -> ExitCode {
+    let protocol = cli.codex_version.unwrap_or_else(crate::newest);
     if cli.version {
-        println!("codex-cli {CLI_VERSION}");
+        println!("codex-cli {}", protocol.version);
         return ExitCode::SUCCESS;
     }
     let Some(Command::AppServer(server)) = cli.command else {
@@ -58,6 +59,7 @@ pub fn main(cli: Cli, argv: &[String]) -> ExitCode {
         ws_auth: server.ws_auth,
         ws_token_file: server.ws_token_file,
         overrides: cli.codex.overrides(),
+        protocol: Some(protocol),
     };
     match state_dir(cli.state_dir, "fake") {
         Ok(dir) => listen::run(&a, dir, argv),

@@ -4,9 +4,7 @@
 use super::defaults;
 use super::state::{now_ms, now_secs, scenario, Store, Transcript};
 use super::turns::{self, TurnCtl};
-use super::CLI_VERSION;
 use crate::engine::{Kind, Outcome, Session};
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -43,10 +41,16 @@ pub struct Fake {
     pub active: Mutex<HashMap<String, Arc<TurnCtl>>>,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
+    /// The codex version the fake answers as.
+    pub protocol: &'static crate::Protocol,
 }
 
 impl Fake {
-    pub fn new(dir: PathBuf, overrides: &[(String, String)]) -> Arc<Self> {
+    pub fn new(
+        dir: PathBuf,
+        overrides: &[(String, String)],
+        protocol: &'static crate::Protocol,
+    ) -> Arc<Self> {
         let codex_home = std::env::var_os("CODEX_HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
@@ -61,6 +65,7 @@ impl Fake {
             loaded: Mutex::new(HashSet::new()),
             active: Mutex::new(HashMap::new()),
             overload_used: Mutex::new(HashMap::new()),
+            protocol,
         })
     }
 
@@ -94,9 +99,9 @@ pub enum Next {
 impl Conn {
     pub fn new(fake: Arc<Fake>, sink: Sink) -> Arc<Self> {
         Arc::new(Conn {
+            session: Mutex::new(Session::with_protocol(fake.protocol)),
             fake,
             sink: Mutex::new(sink),
-            session: Mutex::new(Session::new()),
             pending: Mutex::new(HashMap::new()),
             replied: Condvar::new(),
             next_id: AtomicI64::new(0),
@@ -260,7 +265,9 @@ impl Conn {
             (Outcome::Reply(e), _) => Some(e.message.clone()),
             (_, Kind::Unparsed) if msg.is_none() => Some("not JSON".into()),
             (_, Kind::Unparsed) => Some("not a JSON-RPC message".into()),
-            (_, Kind::Notification) => msg.as_ref().and_then(unknown_notification),
+            (_, Kind::Notification) => msg
+                .as_ref()
+                .and_then(|m| unknown_notification(self.fake.protocol, m)),
             (_, Kind::Response | Kind::Error) if verdict.reply_to.is_none() => {
                 Some("response to unknown server request id".into())
             }
@@ -340,7 +347,7 @@ impl Conn {
             "turn/steer" => self.turn_steer(id, params),
             "thread/compact/start" => self.compact_start(id, params),
             _ => {
-                self.result(id, defaults::result_for(method));
+                self.result(id, defaults::result_for(self.fake.protocol, method));
                 Ok(())
             }
         };
@@ -356,7 +363,8 @@ impl Conn {
         let version = params["clientInfo"]["version"].as_str().unwrap_or("");
         *lock(&self.client_name) = name.to_string();
         let ua = format!(
-            "{name}/{CLI_VERSION} ({}; {}) {} ({name}; {version})",
+            "{name}/{} ({}; {}) {} ({name}; {version})",
+            self.fake.protocol.version,
             os_description(),
             std::env::consts::ARCH,
             terminal_name(),
@@ -442,7 +450,7 @@ impl Conn {
             "createdAt": created, "updatedAt": updated, "recencyAt": updated,
             "status": status,
             "path": self.rollout_path(thread_id),
-            "cwd": cwd, "cliVersion": CLI_VERSION,
+            "cwd": cwd, "cliVersion": self.fake.protocol.version,
             "originator": lock(&self.client_name).clone(), "source": "vscode",
             "canAcceptDirectInput": true, "threadSource": null, "agentNickname": null,
             "agentRole": null, "gitInfo": null,
@@ -1054,9 +1062,9 @@ fn check_uuid(id: &str, what: &str) -> Result<(), String> {
 
 /// A client notification whose method the protocol does not know (the real server drops it
 /// silently; its params are the engine's business: dropped, whatever the method).
-fn unknown_notification(msg: &Value) -> Option<String> {
+fn unknown_notification(protocol: &crate::Protocol, msg: &Value) -> Option<String> {
     let typed = json!({"method": msg["method"]});
-    match crate::protocol::ClientNotification::deserialize(&typed) {
+    match (protocol.client_notification)(&typed) {
         Ok(_) => None,
         Err(e) => Some(format!("unknown notification: {e}")),
     }

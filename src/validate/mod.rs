@@ -46,6 +46,10 @@ pub struct Cli {
     /// Worker threads (default: the number of cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    /// Judge as this codex version (default: the version in the server's `userAgent` when the
+    /// input has one, else the newest this build speaks)
+    #[arg(long, value_name = "X.Y.Z", value_parser = crate::parse_codex_version)]
+    pub codex_version: Option<&'static crate::Protocol>,
     /// Capture files (`-` or none: standard input)
     #[arg(value_name = "FILE")]
     pub files: Vec<String>,
@@ -68,6 +72,8 @@ pub struct Config {
     /// `None`: detect per input.
     pub input: Option<Format>,
     pub progress: bool,
+    /// `None`: detect per input (see [`detect_version`]).
+    pub protocol: Option<&'static crate::Protocol>,
 }
 
 impl Default for Config {
@@ -79,6 +85,7 @@ impl Default for Config {
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             input: None,
             progress: false,
+            protocol: None,
         }
     }
 }
@@ -92,6 +99,7 @@ pub fn main(cli: Cli) -> ExitCode {
             .map(|g| glob::Glob::new(g))
             .collect(),
         input: cli.input,
+        protocol: cli.codex_version,
         ..Config::default()
     };
     if let Some(n) = cli.jobs {
@@ -195,11 +203,29 @@ fn run_batches<R: Read + Send>(
             .find(|l| !l.iter().all(u8::is_ascii_whitespace))
             .map_or(Format::Raw, input::detect)
     });
+    let protocol = match cfg.protocol {
+        Some(p) => p,
+        None => {
+            let (p, how) = match detect_version(&first.buf) {
+                Some(p) => (p, "from the server's userAgent"),
+                None => (
+                    crate::newest(),
+                    "the newest; no userAgent of a known version",
+                ),
+            };
+            eprintln!(
+                "codex-wire validate: {name}: judged as codex {} ({how})",
+                p.version
+            );
+            p
+        }
+    };
     let style = Style {
         format: cfg.format,
         color: cfg.color,
         allow: cfg.allow.clone(),
         source: name.to_string(),
+        protocol,
     };
     let mut progress = Progress::new(cfg.progress, size);
     let r = match format {
@@ -209,6 +235,40 @@ fn run_batches<R: Read + Send>(
     };
     progress.clear();
     r
+}
+
+/// The codex version a capture was recorded from: the first `userAgent` (`name/X.Y.Z (…`) of a
+/// server's `initialize` result in the input's first batch, raw or inside a transcript's
+/// escaped `line`, when this build speaks that version.
+pub fn detect_version(bytes: &[u8]) -> Option<&'static crate::Protocol> {
+    const KEY: &[u8] = b"userAgent";
+    let mut at = 0;
+    while let Some(i) = memchr::memmem::find(&bytes[at..], KEY) {
+        let rest = &bytes[at + i + KEY.len()..];
+        at += i + KEY.len();
+        // `":"` or `\":\"` then the value: `name/X.Y.Z (…`.
+        let start = rest
+            .iter()
+            .position(|b| !matches!(b, b'"' | b'\\' | b':' | b' '))
+            .unwrap_or(rest.len());
+        let value = &rest[start..rest.len().min(start + 200)];
+        let end = value
+            .iter()
+            .position(|b| matches!(b, b'"' | b'\\'))
+            .unwrap_or(value.len());
+        let Ok(ua) = std::str::from_utf8(&value[..end]) else {
+            continue;
+        };
+        let version = ua
+            .split_whitespace()
+            .next()
+            .and_then(|first| first.rsplit_once('/'))
+            .map(|(_, v)| v);
+        if let Some(p) = version.and_then(crate::by_version) {
+            return Some(p);
+        }
+    }
+    None
 }
 
 /// The connection state a batch of client lines starts from: the accepted `initialize` line,
@@ -237,7 +297,7 @@ struct Done {
 }
 
 fn check_raw(batch: Batch, prime: Prime, style: &Style) -> Done {
-    let mut s = Session::new();
+    let mut s = Session::with_protocol(style.protocol);
     if let Some(p) = &prime {
         s.feed(p);
     }
@@ -493,7 +553,9 @@ fn transcript<R: Read + Send>(
                     }
                     Entry::Message { dir, pid, bytes } => {
                         let key = pid.as_deref().unwrap_or("");
-                        let (s, closed) = sessions.entry(Box::from(key)).or_default();
+                        let (s, closed) = sessions
+                            .entry(Box::from(key))
+                            .or_insert_with(|| (Session::with_protocol(style.protocol), false));
                         if *closed {
                             stats.after_close += 1;
                             continue;

@@ -21,6 +21,8 @@ pub struct Style {
     pub allow: Vec<Glob>,
     /// Shown before `:line` in human output.
     pub source: String,
+    /// The codex version the input is judged as.
+    pub protocol: &'static crate::Protocol,
 }
 
 /// Counters of one (direction, kind) row.

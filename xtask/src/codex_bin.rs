@@ -9,29 +9,58 @@ pub fn repo_root() -> PathBuf {
     here.parent().unwrap_or(here).to_path_buf()
 }
 
-/// The pinned codex version, read from `schema/VERSION` (created with the default if absent).
-pub fn pinned_version() -> Result<String, String> {
-    const DEFAULT: &str = "0.171.0";
-    let path = repo_root().join("schema").join("VERSION");
-    match std::fs::read_to_string(&path) {
-        Ok(s) => {
-            let v = s.trim().to_string();
-            if v.is_empty() {
-                Err(format!("{} is empty", path.display()))
-            } else {
-                Ok(v)
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            }
-            std::fs::write(&path, format!("{DEFAULT}\n"))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            Ok(DEFAULT.to_string())
-        }
-        Err(e) => Err(format!("{}: {e}", path.display())),
+/// The codex versions the repo supports: the directories `schema/<V>/`, oldest first.
+pub fn versions() -> Result<Vec<String>, String> {
+    let dir = repo_root().join("schema");
+    let mut out: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| parse_version(n).is_some())
+        .collect();
+    out.sort_by_key(|v| parse_version(v));
+    if out.is_empty() {
+        return Err(format!(
+            "no schema/<version>/ directory in {}",
+            dir.display()
+        ));
     }
+    Ok(out)
+}
+
+/// `major.minor.patch` as numbers (pre-release tags are not supported versions).
+pub fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
+    let mut it = v.split('.').map(|p| p.parse::<u32>().ok());
+    let t = (it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(t)
+}
+
+/// The newest supported version: the default of every command.
+pub fn newest_version() -> Result<String, String> {
+    Ok(versions()?.pop().expect("versions() is never empty"))
+}
+
+/// `--version V` if given (it must be supported unless `allow_new`), else the newest.
+pub fn pick_version(v: Option<&str>) -> Result<String, String> {
+    match v {
+        None => newest_version(),
+        Some(v) if versions()?.iter().any(|s| s == v) => Ok(v.to_string()),
+        Some(v) => Err(format!(
+            "codex {v} is not supported here (schema/{v}/ is missing; `cargo xtask schema --version {v}` adds it); supported: {}",
+            versions()?.join(", ")
+        )),
+    }
+}
+
+/// `schema/<V>/`.
+pub fn schema_dir(version: &str) -> PathBuf {
+    repo_root().join("schema").join(version)
+}
+
+/// `tests/corpus/<V>/`: everything recorded from the real binary of that version.
+pub fn corpus_dir(version: &str) -> PathBuf {
+    repo_root().join("tests").join("corpus").join(version)
 }
 
 /// Returns the path of a runnable `codex` for `version`.

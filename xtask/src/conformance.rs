@@ -53,16 +53,12 @@ pub struct Recorded {
     pub expect: Vec<Observed>,
 }
 
-pub fn corpus_path() -> PathBuf {
-    crate::codex_bin::repo_root()
-        .join("tests")
-        .join("corpus")
-        .join("conformance.jsonl")
+pub fn corpus_path(version: &str) -> PathBuf {
+    crate::codex_bin::corpus_dir(version).join("conformance.jsonl")
 }
 
-pub fn schema_path() -> PathBuf {
-    crate::codex_bin::repo_root()
-        .join("schema")
+pub fn schema_path(version: &str) -> PathBuf {
+    crate::codex_bin::schema_dir(version)
         .join("json")
         .join("codex_app_server_protocol.schemas.json")
 }
@@ -321,8 +317,9 @@ pub fn compare(cases: &[Recorded], predict: &dyn Fn(&[Vec<u8>]) -> Vec<Predictio
 }
 
 /// The engine's prediction for each line of a case, on a fresh session.
-pub fn engine_predict(lines: &[Vec<u8>]) -> Vec<Prediction> {
-    let mut session = codex_wire::Session::new();
+pub fn engine_predict(version: &str, lines: &[Vec<u8>]) -> Vec<Prediction> {
+    let mut session = codex_wire::Session::for_version(version)
+        .unwrap_or_else(|| panic!("this build of codex-wire does not speak codex {version}"));
     let mut closed = false;
     lines
         .iter()
@@ -345,11 +342,8 @@ pub fn engine_predict(lines: &[Vec<u8>]) -> Vec<Prediction> {
 }
 
 /// Case names listed in `tests/corpus/known_differences.txt` (tolerated, with a reason).
-pub fn known_differences() -> std::collections::HashSet<String> {
-    let path = crate::codex_bin::repo_root()
-        .join("tests")
-        .join("corpus")
-        .join("known_differences.txt");
+pub fn known_differences(version: &str) -> std::collections::HashSet<String> {
+    let path = crate::codex_bin::corpus_dir(version).join("known_differences.txt");
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -402,8 +396,8 @@ fn counts(recs: &[Recorded]) {
 }
 
 /// Generate the cases (deterministically), optionally cut to `limit` spread over categories.
-pub fn cases(limit: Option<usize>) -> Result<Vec<Case>, String> {
-    let schema = gen::Schema::load(&schema_path())?;
+pub fn cases(version: &str, limit: Option<usize>) -> Result<Vec<Case>, String> {
+    let schema = gen::Schema::load(&schema_path(version))?;
     let all = gen::generate(&schema);
     Ok(match limit {
         Some(n) if n < all.len() => {
@@ -420,11 +414,13 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let mut codex_arg: Option<PathBuf> = None;
     let mut limit = None;
     let mut dry_run = false;
+    let mut version = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--record" => record = true,
             "--dry-run" => dry_run = true,
+            "--version" => version = Some(it.next().ok_or("--version needs a value")?.as_str()),
             "--codex" => codex_arg = Some(it.next().ok_or("--codex needs a path")?.into()),
             "--limit" => {
                 limit = Some(
@@ -437,9 +433,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
             other => return Err(format!("conformance: unknown argument {other:?}")),
         }
     }
+    let version = crate::codex_bin::pick_version(version)?;
     if dry_run {
         // Only generate: counts by category, and the cases as JSON lines on stdout.
-        let cases = cases(limit)?;
+        let cases = cases(&version, limit)?;
         let mut by: BTreeMap<&str, usize> = BTreeMap::new();
         for c in &cases {
             *by.entry(&c.category).or_default() += 1;
@@ -455,19 +452,18 @@ pub fn main(args: &[String]) -> Result<(), String> {
         eprintln!("{:<20} {:>6}", "TOTAL", cases.len());
         return Ok(());
     }
-    let version = crate::codex_bin::pinned_version()?;
     let codex = crate::codex_bin::ensure_codex(&version, codex_arg.as_deref())?;
     // A partial recording never replaces the committed corpus.
     let path = if record && limit.is_some() {
         crate::codex_bin::repo_root()
             .join("target")
-            .join("conformance-limited.jsonl")
+            .join(format!("conformance-limited-{version}.jsonl"))
     } else {
-        corpus_path()
+        corpus_path(&version)
     };
     if record {
         let t0 = Instant::now();
-        let cases = cases(limit)?;
+        let cases = cases(&version, limit)?;
         let n = cases.len();
         println!("generated {n} cases; running against {}", codex.display());
         let recs = run(&codex, cases);
@@ -510,9 +506,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
             by_lines.get(&lines.to_vec()).cloned().unwrap_or_default()
         });
         again.print("recorded expectations still hold (determinism)");
-        let engine = compare(&live, &|lines| engine_predict(lines));
+        let engine = compare(&live, &|lines| engine_predict(&version, lines));
         engine.print("identical (engine vs live server)");
-        let known = known_differences();
+        let known = known_differences(&version);
         let unexpected: Vec<&String> = engine
             .diffs
             .iter()
@@ -523,7 +519,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 println!("UNEXPECTED {d}");
             }
             return Err(format!(
-                "{} live differences not listed in tests/corpus/known_differences.txt",
+                "{} live differences not listed in tests/corpus/{version}/known_differences.txt",
                 unexpected.len()
             ));
         }
@@ -535,10 +531,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    fn newest() -> String {
+        crate::codex_bin::newest_version().expect("schema/<version>/")
+    }
+
     #[test]
     fn generation_is_deterministic_and_covers_every_method() {
-        let a = cases(None).expect("generate");
-        let b = cases(None).expect("generate");
+        let a = cases(&newest(), None).expect("generate");
+        let b = cases(&newest(), None).expect("generate");
         assert!(a.len() >= 3000, "only {} cases", a.len());
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(&b) {
@@ -549,7 +549,7 @@ mod tests {
         }
         let names: std::collections::HashSet<&str> = a.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names.len(), a.len(), "case names are unique");
-        let schema = gen::Schema::load(&schema_path()).expect("bundle");
+        let schema = gen::Schema::load(&schema_path(&newest())).expect("bundle");
         let mut methods: Vec<String> = schema.methods().into_iter().map(|m| m.name).collect();
         methods.extend(gen::UNLISTED_METHODS.iter().map(|m| m.to_string()));
         for m in methods.iter().filter(|m| *m != "initialize") {
@@ -565,8 +565,8 @@ mod tests {
     /// (otherwise: `cargo xtask conformance --record`).
     #[test]
     fn corpus_is_up_to_date_with_the_generator() {
-        let recs = read_corpus(&corpus_path()).expect("committed corpus");
-        let gen = cases(None).expect("generate");
+        let recs = read_corpus(&corpus_path(&newest())).expect("committed corpus");
+        let gen = cases(&newest(), None).expect("generate");
         let rec_keys: Vec<(&str, &str, &Vec<Vec<u8>>)> = recs
             .iter()
             .map(|r| {

@@ -1,16 +1,21 @@
 //! `cargo xtask <command>`: project automation.
 //!
-//! - `conformance [--record] [--codex PATH] [--limit N] [--dry-run]`: record the real server's
-//!   answers into `tests/corpus/conformance.jsonl` (`--record`; with `--limit`, a subset into
-//!   `target/conformance-limited.jsonl`), or replay the corpus live and report how many recorded
+//! Every supported codex version V has `schema/V/` and `tests/corpus/V/`; `--version V` picks
+//! one (default: the newest).
+//! - `conformance [--record] [--version V] [--codex PATH] [--limit N] [--dry-run]`: record the
+//!   real server's answers into `tests/corpus/V/conformance.jsonl` (`--record`; with `--limit`, a
+//!   subset under `target/`), or replay the corpus live and report how many recorded
 //!   expectations still hold. `--dry-run` prints the generated cases without running them.
-//! - `probe [--codex PATH] [--write]`: facts the schema bundle lacks, asked of the binary
-//!   (printed, or written to `schema/facts/probed.json`).
-//! - `test`: install the pinned binary, run every test, then the live differential conformance.
+//! - `probe [--version V] [--codex PATH] [--write]`: facts the schema bundle lacks, asked of the
+//!   binary (printed, or written to `schema/V/facts/probed.json`).
+//! - `oracle [--record] [--version V]`: the ignored-path oracle (`tests/corpus/V/oracle.jsonl`).
+//! - `sessions [--version V]`: the real server's side of the scripts in `tests/corpus/sessions/`.
+//! - `test`: install every supported binary, run every test, then the live differentials.
 //! - `turns [--record] [NAME…]`: run the turn corpus against the real server (scripted model)
-//!   and the fake; `--record` keeps the real transcripts in `tests/corpus/turns/`.
-//! - `schema [--version V | --codex PATH] [--check]`: regenerate (or verify) `schema/` from the
-//!   real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`, VERSION, PROVENANCE.md.
+//!   and the fake; `--record` keeps the real transcripts in `tests/corpus/V/turns/`.
+//! - `schema [--version V | --codex PATH] [--check]`: add or regenerate (or verify) `schema/V/`
+//!   from the real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`,
+//!   PROVENANCE.md. `schema --diff A B`: the protocol changelog between two versions.
 
 mod codex_bin;
 mod conformance;
@@ -19,17 +24,21 @@ mod oracle;
 mod probe;
 mod schema_cmd;
 mod server;
+mod sessions;
 mod test_cmd;
 mod ts_facts;
 mod turns;
 
-const USAGE: &str = "usage: cargo xtask <command>
-  conformance [--record] [--codex PATH] [--limit N] [--dry-run]
-  probe [--codex PATH] [--write]
-  schema [--version V | --codex PATH] [--check]
-  oracle [--record]        ignored-path oracle against the real server
+const USAGE: &str =
+    "usage: cargo xtask <command>     (V: a supported codex version, default the newest)
+  conformance [--record] [--version V] [--codex PATH] [--limit N] [--dry-run]
+  probe [--version V] [--codex PATH] [--write]
+  schema [--version V | --codex PATH] [--check]   add/refresh schema/V (all versions by default)
+  schema --diff A B        the protocol changelog from codex A to codex B
+  oracle [--record] [--version V]   ignored-path oracle against the real server
+  sessions [--version V]   record the real server's side of tests/corpus/sessions/*.jsonl
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
-  test [cargo test args]   install the pinned codex, run all tests and the live differential";
+  test [cargo test args]   install every supported codex, run all tests and the live differentials";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +50,7 @@ fn main() {
         Some("test") => test_cmd::main(rest),
         Some("oracle") => oracle::main(rest),
         Some("turns") => turns::main(rest),
+        Some("sessions") => sessions::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -16,11 +16,8 @@ use std::path::PathBuf;
 /// No string, number, bool, struct, map or enum deserializes from this.
 const POISON: &str = r#"[[["codex-wire-poison"]]]"#;
 
-pub fn corpus_path() -> PathBuf {
-    crate::codex_bin::repo_root()
-        .join("tests")
-        .join("corpus")
-        .join("oracle.jsonl")
+pub fn corpus_path(version: &str) -> PathBuf {
+    crate::codex_bin::corpus_dir(version).join("oracle.jsonl")
 }
 
 enum Seg {
@@ -81,8 +78,8 @@ fn set(v: &mut Value, path: &[Seg], new: Value) {
 }
 
 /// The oracle cases, generated from the accepted generated requests.
-pub fn cases() -> Result<Vec<Case>, String> {
-    let schema = gen::Schema::load(&conformance::schema_path())?;
+pub fn cases(version: &str) -> Result<Vec<Case>, String> {
+    let schema = gen::Schema::load(&conformance::schema_path(version))?;
     let poison: Value = serde_json::from_str(POISON).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for base in gen::generate(&schema)
@@ -93,7 +90,8 @@ pub fn cases() -> Result<Vec<Case>, String> {
             continue;
         };
         // Only requests the engine accepts: their ignored paths are the claim under test.
-        let mut session = codex_wire::Session::new();
+        let mut session = codex_wire::Session::for_version(version)
+            .ok_or_else(|| format!("this build of codex-wire does not speak codex {version}"))?;
         session.feed(init);
         let verdict = session.feed(line);
         if verdict.outcome != codex_wire::Outcome::Accepted {
@@ -172,11 +170,20 @@ fn notification_cases(poison: &Value) -> Vec<Case> {
 }
 
 pub fn main(args: &[String]) -> Result<(), String> {
-    let record = args.iter().any(|a| a == "--record");
-    let version = crate::codex_bin::pinned_version()?;
+    let mut record = false;
+    let mut version = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--record" => record = true,
+            "--version" => version = Some(it.next().ok_or("--version needs a value")?.as_str()),
+            other => return Err(format!("oracle: unknown argument {other:?}")),
+        }
+    }
+    let version = crate::codex_bin::pick_version(version)?;
     let codex = crate::codex_bin::ensure_codex(&version, None)?;
     let t0 = std::time::Instant::now();
-    let cases = cases()?;
+    let cases = cases(&version)?;
     println!(
         "{} oracle cases; running against {}",
         cases.len(),
@@ -185,11 +192,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let live: Vec<Recorded> = conformance::run(&codex, cases);
     println!("live run took {:.1}s", t0.elapsed().as_secs_f64());
     if record {
-        conformance::write_corpus(&corpus_path(), &live)?;
-        println!("wrote {}", corpus_path().display());
+        conformance::write_corpus(&corpus_path(&version), &live)?;
+        println!("wrote {}", corpus_path(&version).display());
     }
     // Accept/reject must agree; an error reply must be the same bytes too.
-    let rep = conformance::compare(&live, &|lines: &[Vec<u8>]| engine_predict(lines));
+    let rep = conformance::compare(&live, &|lines: &[Vec<u8>]| engine_predict(&version, lines));
     rep.print("engine agrees with the real server");
     if !rep.diffs.is_empty() {
         return Err(format!("{} oracle cases disagree", rep.diffs.len()));

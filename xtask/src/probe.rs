@@ -318,10 +318,11 @@ fn probe_unlisted(s: &mut Session, method: &str) -> Value {
     Value::Object(out)
 }
 
-pub fn probe_facts(codex: &Path) -> Value {
+/// `bundle`: the JSON schema bundle of the same binary (the methods it lists).
+pub fn probe_facts(codex: &Path, bundle: &Path) -> Value {
     let mut facts = Map::new();
     facts.insert("codex_version".into(), Value::from(codex_version(codex)));
-    let schema = match Schema::load(&crate::conformance::schema_path()) {
+    let schema = match Schema::load(bundle) {
         Ok(s) => s,
         Err(e) => {
             facts.insert("error".into(), Value::from(e));
@@ -455,22 +456,23 @@ pub fn probe_facts(codex: &Path) -> Value {
 pub fn main(args: &[String]) -> Result<(), String> {
     let mut codex_arg: Option<std::path::PathBuf> = None;
     let mut write = false;
+    let mut version = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--codex" => codex_arg = Some(it.next().ok_or("--codex needs a path")?.into()),
             "--write" => write = true,
+            "--version" => version = Some(it.next().ok_or("--version needs a value")?.as_str()),
             other => return Err(format!("probe: unknown argument {other:?}")),
         }
     }
-    let version = crate::codex_bin::pinned_version()?;
+    let version = crate::codex_bin::pick_version(version)?;
     let codex = crate::codex_bin::ensure_codex(&version, codex_arg.as_deref())?;
     let t0 = std::time::Instant::now();
-    let facts = probe_facts(&codex);
+    let facts = probe_facts(&codex, &crate::conformance::schema_path(&version));
     let text = serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n";
     if write {
-        let path = crate::codex_bin::repo_root()
-            .join("schema")
+        let path = crate::codex_bin::schema_dir(&version)
             .join("facts")
             .join("probed.json");
         if let Some(d) = path.parent() {

@@ -1,31 +1,44 @@
-//! `cargo xtask test`: the README's test command. Installs the pinned real `codex` binary (npm,
-//! into `target/codex-cache/`), runs every workspace test with `CODEX_WIRE_CODEX` pointing at
-//! it, then the live differential conformance run, the ignored-path oracle and the turn
-//! corpus (real server with the scripted model against the fake) against it.
+//! `cargo xtask test`: the README's test command. Installs the real `codex` binary of every
+//! supported version (npm, into `target/codex-cache/<V>/`), runs every workspace test with
+//! `CODEX_WIRE_CODEX` pointing at the newest, then, per version, the live differential
+//! conformance run and the ignored-path oracle against that version's binary, and the turn
+//! corpus (real server with the scripted model against the fake) where a version has one.
 
 use std::process::Command;
 
 pub fn main(args: &[String]) -> Result<(), String> {
-    let version = crate::codex_bin::pinned_version()?;
-    let codex = crate::codex_bin::ensure_codex(&version, None)?;
-    println!("real codex: {}", codex.display());
+    let versions = crate::codex_bin::versions()?;
+    let mut bins = Vec::new();
+    for v in &versions {
+        let codex = crate::codex_bin::ensure_codex(v, None)?;
+        println!("real codex {v}: {}", codex.display());
+        bins.push((v.clone(), codex));
+    }
+    let newest = &bins.last().expect("versions() is never empty").1;
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["test", "--workspace"])
         .args(args)
-        .env("CODEX_WIRE_CODEX", &codex)
+        .env("CODEX_WIRE_CODEX", newest)
         .current_dir(crate::codex_bin::repo_root())
         .status()
         .map_err(|e| format!("running cargo test: {e}"))?;
     if !status.success() {
         return Err(format!("cargo test failed ({status})"));
     }
-    println!(
-        "== live differential conformance against {}",
-        codex.display()
-    );
-    crate::conformance::main(&["--codex".to_string(), codex.display().to_string()])?;
-    println!("== live ignored-path oracle");
-    crate::oracle::main(&[])?;
+    for (v, codex) in &bins {
+        println!(
+            "== codex {v}: live differential conformance against {}",
+            codex.display()
+        );
+        crate::conformance::main(&[
+            "--version".into(),
+            v.clone(),
+            "--codex".into(),
+            codex.display().to_string(),
+        ])?;
+        println!("== codex {v}: live ignored-path oracle");
+        crate::oracle::main(&["--version".into(), v.clone()])?;
+    }
     println!("== live turn corpus: the real server (scripted model) against the fake");
     crate::turns::main(&[])
 }

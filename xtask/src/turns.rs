@@ -9,8 +9,9 @@ use codex_wire::harness::{self, Server};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub fn corpus_dir() -> PathBuf {
-    crate::codex_bin::repo_root().join("tests/corpus/turns")
+/// The turn corpus of `version`: `tests/corpus/<V>/turns/`.
+pub fn corpus_dir(version: &str) -> PathBuf {
+    crate::codex_bin::corpus_dir(version).join("turns")
 }
 
 /// Builds `codex-wire` (debug) and returns its path.
@@ -72,10 +73,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("--fake-bin {}: {e}", fake_bin.display()))?;
         return against_recordings(&fake_bin, &only);
     }
-    let version = crate::codex_bin::pinned_version()?;
+    let version = crate::codex_bin::newest_version()?;
     let codex = crate::codex_bin::ensure_codex(&version, None)?;
     let bin = codex_wire_bin()?;
-    let dir = corpus_dir();
+    let dir = corpus_dir(&version);
     let cases = harness::load_cases(&dir)?;
     // Outside any git repository: the real server reports git state and repo-relative diffs
     // for a cwd inside one.
@@ -148,7 +149,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
 
 /// A fake binary against the recorded real transcripts (no real server needed).
 fn against_recordings(fake_bin: &Path, only: &[&String]) -> Result<(), String> {
-    let dir = corpus_dir();
+    let dir = corpus_dir(&crate::codex_bin::newest_version()?);
     let work = std::env::temp_dir().join("codex-wire-turns-other");
     let (mut same, mut total) = (0, 0);
     for case in harness::load_cases(&dir)?

@@ -1,0 +1,63 @@
+//! Generates the protocol types of every supported codex version from `schema/<version>/`.
+//!
+//! Input: per version, the vendored JSON Schema bundle plus the facts the bundle lacks
+//! (`schema/<version>/facts/`). Output (`$OUT_DIR/protocol.rs`): per version, serde types whose
+//! *serde shape* mirrors the real server's, so that `serde_json::from_value` produces the real
+//! server's error text, a `Track` impl per type that walks a `Value` the way serde dispatches it
+//! and reports the keys serde drops, and one `Protocol` table; types identical across versions
+//! are generated once.
+//!
+//! typify is not used: for this bundle it turns internally tagged enums into untagged ones and
+//! loses declaration order (both change error text), so every type goes through one generator.
+
+#[path = "build/emit.rs"]
+mod emit;
+#[path = "build/model.rs"]
+mod model;
+
+use std::path::Path;
+
+/// `major.minor.patch` as numbers.
+fn version_key(v: &str) -> Option<(u32, u32, u32)> {
+    let mut it = v.split('.').map(|p| p.parse::<u32>().ok());
+    let t = (it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(t)
+}
+
+fn main() {
+    // The schema lives at the workspace root, next to this crate.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema = root.parent().unwrap_or(root).join("schema");
+    println!("cargo:rerun-if-changed={}", schema.display());
+    println!("cargo:rerun-if-changed=build");
+    let mut versions: Vec<String> = std::fs::read_dir(&schema)
+        .unwrap_or_else(|e| panic!("{}: {e}", schema.display()))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|v| version_key(v).is_some())
+        .collect();
+    versions.sort_by_key(|v| version_key(v));
+    assert!(
+        !versions.is_empty(),
+        "no schema/<version>/ in {}",
+        schema.display()
+    );
+    let corpus = root.parent().unwrap_or(root).join("tests/corpus");
+    let models: Vec<(String, String, Option<String>, model::Model)> = versions
+        .into_iter()
+        .map(|v| {
+            let dir = schema.join(&v);
+            println!("cargo:rerun-if-changed={}", dir.display());
+            let model = model::Model::load(&dir).unwrap_or_else(|e| panic!("schema/{v}/: {e}"));
+            let bundle = dir.join("json/codex_app_server_protocol.schemas.json");
+            let session = corpus.join(&v).join("real_session.jsonl");
+            println!("cargo:rerun-if-changed={}", session.display());
+            let session = session.is_file().then(|| session.display().to_string());
+            (v, bundle.display().to_string(), session, model)
+        })
+        .collect();
+    let file = emit::emit_all(&models);
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("protocol.rs");
+    std::fs::write(&out, file).unwrap();
+}

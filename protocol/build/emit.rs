@@ -1,0 +1,895 @@
+//! Type model → Rust source (quote → syn → prettyplease).
+
+use crate::model::{Body, Field, Kind, Model, Presence, Repr, Ty, TypeDef};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+#[path = "fast.rs"]
+mod fast;
+
+fn ident(s: &str) -> Ident {
+    Ident::new(s, Span::call_site())
+}
+
+const KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
+    "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
+    "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
+    "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+];
+
+fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_matches('_').to_string();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("f_{out}")
+    } else if KEYWORDS.contains(&out.as_str()) {
+        format!("{out}_")
+    } else {
+        out
+    }
+}
+
+/// `crate::custom` types generic over a generated type: (custom type, its parameter).
+const GENERIC_CUSTOM: &[(&str, &str)] = &[("DynamicToolSpecs", "DynamicToolSpec")];
+
+struct Emitter<'a> {
+    m: &'a Model,
+}
+
+impl Emitter<'_> {
+    /// The path of a type: a type whose serde name is taken by another lives in a module of
+    /// its own under that name (serde prints the Rust ident in some messages).
+    fn path_of(&self, n: usize) -> TokenStream {
+        let t = &self.m.types[n];
+        match &t.serde_name {
+            Some(name) => {
+                let m = format_ident!("r#{}", snake(&t.ident));
+                let id = ident(name);
+                quote!(#m::#id)
+            }
+            None => {
+                let id = ident(&t.ident);
+                quote!(#id)
+            }
+        }
+    }
+
+    /// The Rust type; named types are boxed outside collections (recursive types need it).
+    fn rust_ty(&self, t: &Ty, boxed: bool) -> TokenStream {
+        match t {
+            Ty::Str => quote!(String),
+            Ty::Path => quote!(std::path::PathBuf),
+            Ty::Bool => quote!(bool),
+            Ty::Int(k) | Ty::Float(k) => {
+                let k = ident(k);
+                quote!(#k)
+            }
+            Ty::Value => quote!(serde_json::Value),
+            Ty::Unit => quote!(()),
+            Ty::Vec(i) => {
+                let i = self.rust_ty(i, false);
+                quote!(Vec<#i>)
+            }
+            Ty::Map(i) => {
+                let i = self.rust_ty(i, false);
+                quote!(std::collections::HashMap<String, #i>)
+            }
+            Ty::Opt(i) => {
+                let i = self.rust_ty(i, boxed);
+                quote!(Option<#i>)
+            }
+            Ty::Named(n) => {
+                let id = self.path_of(*n);
+                if boxed {
+                    quote!(Box<#id>)
+                } else {
+                    quote!(#id)
+                }
+            }
+            Ty::Custom(c) => {
+                let id = ident(c);
+                // Custom types that hold one of the version's own types take it as a parameter.
+                match GENERIC_CUSTOM.iter().find(|(name, _)| name == c) {
+                    Some((_, arg)) => {
+                        let arg = ident(arg);
+                        quote!(crate::custom::#id<#arg>)
+                    }
+                    None => quote!(crate::custom::#id),
+                }
+            }
+            Ty::Tuple(ts) => {
+                let ts: Vec<_> = ts.iter().map(|t| self.rust_ty(t, boxed)).collect();
+                quote!((#(#ts,)*))
+            }
+        }
+    }
+
+    /// The type named in `Track` calls (no boxes: tracking is by type only).
+    fn track_ty(&self, t: &Ty) -> TokenStream {
+        self.rust_ty(t, false)
+    }
+
+    fn fields(&self, fields: &[Field]) -> Vec<TokenStream> {
+        self.fields_vis(fields, true)
+    }
+
+    fn fields_vis(&self, fields: &[Field], public: bool) -> Vec<TokenStream> {
+        let vis = if public { quote!(pub) } else { quote!() };
+        let mut used = HashSet::new();
+        fields
+            .iter()
+            .map(|f| {
+                let mut name = snake(&f.json);
+                while !used.insert(name.clone()) {
+                    name.push('_');
+                }
+                let id = format_ident!("{}", name);
+                let ty = self.rust_ty(&f.ty, true);
+                let json = &f.json;
+                if f.flatten {
+                    quote!(#[serde(flatten)] #vis #id: #ty)
+                } else if f.presence == Presence::Default {
+                    if matches!(f.ty, Ty::Opt(_)) {
+                        quote!(#[serde(rename = #json, default)] #vis #id: #ty)
+                    } else {
+                        quote!(#[serde(rename = #json, default)] #vis #id: crate::custom::Dflt<#ty>)
+                    }
+                } else if f.presence == Presence::RequiredNullable {
+                    quote!(#[serde(rename = #json, deserialize_with = "crate::custom::nullable")] #vis #id: #ty)
+                } else {
+                    quote!(#[serde(rename = #json)] #vis #id: #ty)
+                }
+            })
+            .collect()
+    }
+
+    /// On a server walk: report the always-sent fields `m` lacks. Serde accepts their absence
+    /// (an `Option`, a default) where a required one would already have failed, so this is the
+    /// only trace of a writer that drifted from the real server.
+    fn sent_fields(&self, fields: &[Field]) -> TokenStream {
+        let sent: Vec<&String> = fields
+            .iter()
+            .filter(|f| f.sent && !f.flatten)
+            .map(|f| &f.json)
+            .collect();
+        if sent.is_empty() {
+            return quote!();
+        }
+        quote! {
+            if p.wants_missing() {
+                for k in [#(#sent),*] {
+                    if !m.contains_key(k) { p.missing(k); }
+                }
+            }
+        }
+    }
+
+    /// Body of `Track::flat`: claim this field set's keys in `m`, track their values.
+    fn claim_fields(&self, fields: &[Field]) -> TokenStream {
+        let arms: Vec<TokenStream> = fields
+            .iter()
+            .filter(|f| !f.flatten)
+            .map(|f| {
+                let json = &f.json;
+                let ty = self.track_ty(&f.ty);
+                quote!(#json => { taken[i] = true; p.key(k); <#ty as Track>::track(v, p, out); p.pop(); })
+            })
+            .collect();
+        let flats: Vec<TokenStream> = fields
+            .iter()
+            .filter(|f| f.flatten)
+            .map(|f| {
+                let ty = self.track_ty(&f.ty);
+                quote!(<#ty as Track>::flat(m, p, out, taken);)
+            })
+            .collect();
+        let walk = if arms.is_empty() {
+            quote!()
+        } else {
+            quote! {
+                for (i, (k, v)) in m.iter().enumerate() {
+                    if taken[i] { continue; }
+                    match k.as_str() { #(#arms)* _ => {} }
+                }
+            }
+        };
+        let sent = self.sent_fields(fields);
+        quote! { #walk #(#flats)* #sent }
+    }
+
+    /// Body of `Track::track` for an object with this field set.
+    fn track_fields(&self, fields: &[Field]) -> TokenStream {
+        let positional: Vec<TokenStream> = fields
+            .iter()
+            .filter(|f| !f.flatten)
+            .enumerate()
+            .map(|(n, f)| {
+                let ty = self.track_ty(&f.ty);
+                quote!(if let Some(v) = a.get(#n) { p.index(#n); <#ty as Track>::track(v, p, out); p.pop(); })
+            })
+            .collect();
+        if fields.iter().any(|f| f.flatten) {
+            let claim = self.claim_fields(fields);
+            return quote! {
+                match v {
+                    serde_json::Value::Object(m) => {
+                        let mut taken = vec![false; m.len()];
+                        {
+                            let taken = &mut taken;
+                            #claim
+                        }
+                        report_untaken(m, &taken, p, out);
+                    }
+                    _ => {}
+                }
+            };
+        }
+        let arms: Vec<TokenStream> = fields
+            .iter()
+            .map(|f| {
+                let json = &f.json;
+                let ty = self.track_ty(&f.ty);
+                quote!(#json => { p.key(k); <#ty as Track>::track(v, p, out); p.pop(); })
+            })
+            .collect();
+        let sent = self.sent_fields(fields);
+        quote! {
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        match k.as_str() {
+                            #(#arms)*
+                            _ => out.push(p.child(k)),
+                        }
+                    }
+                    #sent
+                }
+                serde_json::Value::Array(a) => { #(#positional)* }
+                _ => {}
+            }
+        }
+    }
+
+    /// `fast`: whether the type gets a `Fast` impl, and whether with `fast_fields` (a tagged
+    /// variant's body).
+    fn emit_type(&self, t: &TypeDef, fast: Option<bool>) -> TokenStream {
+        if let Some(name) = &t.serde_name {
+            let m = format_ident!("r#{}", snake(&t.ident));
+            let inner = self.emit_type(
+                &TypeDef {
+                    ident: name.clone(),
+                    serde_name: None,
+                    kind: t.kind.clone(),
+                },
+                fast,
+            );
+            return quote! {
+                pub mod #m {
+                    use super::*;
+                    #inner
+                }
+            };
+        }
+        let name = ident(&t.ident);
+        let rename: Option<TokenStream> = None;
+        match &t.kind {
+            Kind::Alias(ty) => {
+                let ty = self.rust_ty(ty, false);
+                quote!(pub type #name = #ty;)
+            }
+            Kind::Struct { fields, deny } => {
+                let fs = self.fields(fields);
+                let fast = fast.map(|tagged| self.fast_struct(&name, fields, *deny, tagged));
+                let deny = deny.then(|| quote!(#[serde(deny_unknown_fields)]));
+                let track = self.track_fields(fields);
+                let claim = self.claim_fields(fields);
+                quote! {
+                    #fast
+                    #[derive(Debug, Deserialize)]
+                    #deny
+                    #rename
+                    pub struct #name { #(#fs,)* }
+                    impl Track for #name {
+                        fn track(v: &serde_json::Value, p: &mut JsonPath, out: &mut Vec<String>) { #track }
+                        fn flat(m: &serde_json::Map<String, serde_json::Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) { #claim }
+                    }
+                }
+            }
+            Kind::Enum { repr, variants } => {
+                self.emit_enum(&name, rename, repr, variants, fast.is_some())
+            }
+        }
+    }
+
+    fn emit_enum(
+        &self,
+        name: &Ident,
+        rename: Option<TokenStream>,
+        repr: &Repr,
+        variants: &[crate::model::Variant],
+        fast: bool,
+    ) -> TokenStream {
+        let all_deny = all_deny(variants);
+        let mut extra_items = Vec::new();
+        let mut vs = Vec::new();
+        let mut track_arms = Vec::new();
+        let mut flat_arms = Vec::new();
+        let mut untagged_tries = Vec::new();
+        let mut untagged_flat = Vec::new();
+        for v in variants {
+            let vid = ident(&v.ident);
+            let json = &v.json;
+            let rename = if matches!(repr, Repr::Untagged) {
+                quote!()
+            } else {
+                quote!(#[serde(rename = #json)])
+            };
+            match &v.body {
+                Body::Other => {
+                    vs.push(quote!(#[serde(other)] #vid));
+                }
+                Body::Unit => {
+                    vs.push(quote!(#rename #vid));
+                    track_arms.push(quote!(#json => {}));
+                    flat_arms.push(quote!(#json => {}));
+                }
+                Body::Newtype(ty) => {
+                    let rty = self.rust_ty(ty, true);
+                    let tty = self.track_ty(ty);
+                    vs.push(quote!(#rename #vid(#rty)));
+                    match repr {
+                        Repr::Untagged => {
+                            untagged_tries.push(quote! {
+                                if <#tty as serde::Deserialize>::deserialize(v).is_ok() {
+                                    return <#tty as Track>::track(v, p, out);
+                                }
+                            });
+                            untagged_flat.push(quote! {
+                                if <#tty as serde::Deserialize>::deserialize(&rest).is_ok() {
+                                    return <#tty as Track>::flat(m, p, out, taken);
+                                }
+                            });
+                        }
+                        Repr::External => {
+                            track_arms.push(quote!(#json => <#tty as Track>::track(inner, p, out)));
+                        }
+                        Repr::Internal(_) => {
+                            track_arms
+                                .push(quote!(#json => <#tty as Track>::flat(m, p, out, taken)));
+                            flat_arms
+                                .push(quote!(#json => <#tty as Track>::flat(m, p, out, taken)));
+                        }
+                    }
+                }
+                Body::Struct { fields, deny } => {
+                    if *deny && !all_deny {
+                        // serde has no per-variant deny_unknown_fields: a newtype around a struct.
+                        let inner = deny_variant_ident(name, &v.ident);
+                        let item = self.emit_type(
+                            &TypeDef {
+                                ident: inner.to_string(),
+                                serde_name: None,
+                                kind: Kind::Struct {
+                                    fields: fields.clone(),
+                                    deny: true,
+                                },
+                            },
+                            fast.then_some(true),
+                        );
+                        extra_items.push(item);
+                        vs.push(quote!(#rename #vid(#inner)));
+                        match repr {
+                            Repr::External => track_arms
+                                .push(quote!(#json => <#inner as Track>::track(inner, p, out))),
+                            _ => {
+                                track_arms.push(
+                                    quote!(#json => <#inner as Track>::flat(m, p, out, taken)),
+                                );
+                                flat_arms.push(
+                                    quote!(#json => <#inner as Track>::flat(m, p, out, taken)),
+                                );
+                            }
+                        }
+                        continue;
+                    }
+                    let fs = self.fields_vis(fields, false);
+                    vs.push(quote!(#rename #vid { #(#fs,)* }));
+                    let claim = self.claim_fields(fields);
+                    match repr {
+                        Repr::External => {
+                            let track = self.track_fields(fields);
+                            track_arms.push(quote!(#json => { let v = inner; #track }));
+                        }
+                        _ => {
+                            track_arms.push(quote!(#json => { #claim }));
+                            flat_arms.push(quote!(#json => { #claim }));
+                        }
+                    }
+                }
+            }
+        }
+        let deny_attr = all_deny.then(|| quote!(#[serde(deny_unknown_fields)]));
+        let (attr, track, flat) = match repr {
+            // Untagged over leaf types (strings, numbers…): no keys below to report, so no
+            // trial deserialization on the hot path.
+            Repr::Untagged
+                if variants
+                    .iter()
+                    .all(|v| matches!(&v.body, Body::Newtype(t) if is_leaf(t))) =>
+            {
+                (quote!(#[serde(untagged)]), quote!(), quote!())
+            }
+            Repr::Untagged => (
+                quote!(#[serde(untagged)]),
+                quote! { #(#untagged_tries)* },
+                quote! {
+                    let rest: serde_json::Value = serde_json::Value::Object(
+                        m.iter().enumerate().filter(|(i, _)| !taken[*i]).map(|(_, (k, v))| (k.clone(), v.clone())).collect(),
+                    );
+                    #(#untagged_flat)*
+                },
+            ),
+            Repr::External => (
+                quote!(),
+                quote! {
+                    if let serde_json::Value::Object(m) = v {
+                        if m.len() == 1 {
+                            let (k, inner) = m.iter().next().unwrap();
+                            p.key(k);
+                            match k.as_str() { #(#track_arms,)* _ => {} }
+                            p.pop();
+                        }
+                    }
+                },
+                quote!(let _ = (m, p, out, taken);),
+            ),
+            Repr::Internal(tag) => (
+                quote!(#[serde(tag = #tag)]),
+                quote! {
+                    if let serde_json::Value::Object(m) = v {
+                        let mut taken = vec![false; m.len()];
+                        {
+                            let taken = &mut taken;
+                            Self::flat(m, p, out, taken);
+                        }
+                        report_untaken(m, &taken, p, out);
+                    }
+                },
+                quote! {
+                    let Some((i, (_, tv))) = m.iter().enumerate().find(|(_, (k, _))| k.as_str() == #tag) else { return };
+                    taken[i] = true;
+                    let Some(tag) = tv.as_str() else { return };
+                    match tag { #(#flat_arms,)* _ => {} }
+                },
+            ),
+        };
+        let fast = fast.then(|| self.fast_enum(name, repr, variants));
+        quote! {
+            #fast
+            #[derive(Debug, Deserialize)]
+            #attr
+            #deny_attr
+            #rename
+            pub enum #name { #(#vs,)* }
+            impl Track for #name {
+                #[allow(unused_variables)]
+                fn track(v: &serde_json::Value, p: &mut JsonPath, out: &mut Vec<String>) { #track }
+                #[allow(unused_variables)]
+                fn flat(m: &serde_json::Map<String, serde_json::Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) { #flat }
+            }
+            #(#extra_items)*
+        }
+    }
+}
+
+/// Whether every struct variant denies unknown fields (then the enum carries the attribute;
+/// otherwise each denying variant is a newtype of its own, see [`deny_variant_ident`]).
+fn all_deny(variants: &[crate::model::Variant]) -> bool {
+    variants
+        .iter()
+        .filter(|v| matches!(v.body, Body::Struct { .. }))
+        .all(|v| matches!(v.body, Body::Struct { deny: true, .. }))
+        && variants
+            .iter()
+            .any(|v| matches!(v.body, Body::Struct { .. }))
+}
+
+/// The newtype struct of a denying variant in an enum whose other variants do not deny.
+fn deny_variant_ident(enum_name: &Ident, variant: &str) -> Ident {
+    format_ident!("{}{}", enum_name, variant)
+}
+
+/// A type whose values have no object keys of their own.
+fn is_leaf(t: &Ty) -> bool {
+    match t {
+        Ty::Str | Ty::Path | Ty::Bool | Ty::Int(_) | Ty::Float(_) | Ty::Unit | Ty::Value => true,
+        Ty::Opt(i) | Ty::Vec(i) => is_leaf(i),
+        _ => false,
+    }
+}
+
+/// The generated items of one version: one group (a type and its impls) per type.
+fn type_groups(m: &Model) -> Vec<TokenStream> {
+    let e = Emitter { m };
+    let plan = e.fast_plan();
+    m.types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let fast = plan.reach.contains(&i).then(|| plan.tagged.contains(&i));
+            e.emit_type(t, fast)
+        })
+        .collect()
+}
+
+/// One version's tables, entry points and `PROTOCOL`: everything but the types.
+fn version_api(m: &Model, version: &str, bundle: &str, session: &Option<String>) -> TokenStream {
+    let e = Emitter { m };
+    let captured = match session {
+        Some(path) => quote!(include_str!(#path)),
+        None => quote!(""),
+    };
+    let fast_entries = e.fast_entries();
+    let methods = &m.client_methods;
+    // `method => Some(check::<ResponseType>(v))`, for either direction's result table.
+    let check_arms = |table: &[(String, usize)]| -> Vec<TokenStream> {
+        table
+            .iter()
+            .map(|(method, t)| {
+                let ty = e.path_of(*t);
+                quote!(#method => Some(check::<#ty>(v, p)))
+            })
+            .collect()
+    };
+    let resp_arms = check_arms(&m.server_responses);
+    let resp_methods: Vec<&String> = m.server_responses.iter().map(|(s, _)| s).collect();
+    let result_arms = check_arms(&m.client_results);
+    let exp_methods = &m.experimental_methods;
+    // Per method, its gate checks as a slice literal; used by the table and the lookup.
+    let exp_check_lists: Vec<(&String, TokenStream)> = m
+        .experimental_checks
+        .iter()
+        .map(|(method, cs)| {
+            let cs = cs.iter().map(|c| {
+                let (f, v, r, n, fa) = (&c.field, &c.variant, &c.reason, c.null_set, c.false_set);
+                quote!((#f, #v, #r, #n, #fa))
+            });
+            (method, quote!(&[#(#cs),*]))
+        })
+        .collect();
+    let exp_check_arms: Vec<TokenStream> = exp_check_lists
+        .iter()
+        .map(|(method, list)| quote!(#method => #list))
+        .collect();
+    let exp_checks: Vec<TokenStream> = exp_check_lists
+        .iter()
+        .map(|(method, list)| quote!((#method, #list)))
+        .collect();
+    quote! {
+        /// Client request methods, in the real server's declaration order.
+        pub const CLIENT_METHODS: &[&str] = &[#(#methods),*];
+        /// The static name of a client request method (a `match`: hot path).
+        pub fn client_method(m: &str) -> Option<&'static str> {
+            match m { #(#methods => Some(#methods),)* _ => None }
+        }
+        /// Client request methods that need the `experimentalApi` capability.
+        pub const EXPERIMENTAL_METHODS: &[&str] = &[#(#exp_methods),*];
+        /// Whether `method` needs the `experimentalApi` capability (a `match`: hot path).
+        pub fn is_experimental_method(method: &str) -> bool {
+            matches!(method, #(#exp_methods)|*)
+        }
+        /// The gate's checks for `method` (see [`EXPERIMENTAL_CHECKS`]).
+        pub fn experimental_checks(method: &str) -> &'static [(&'static str, &'static str, &'static str, bool, bool)] {
+            match method { #(#exp_check_arms,)* _ => &[] }
+        }
+        /// Per method, the experimental gate's checks on params fields, in the server's order:
+        /// (field, variant or "" for the field itself, reason or "" for `method.field`,
+        /// whether `null` counts as set, whether `false` counts as set).
+        pub const EXPERIMENTAL_CHECKS: &[(&str, &[(&str, &str, &str, bool, bool)])] = &[#(#exp_checks),*];
+        /// Server→client request methods whose response type is known.
+        pub const SERVER_REQUEST_METHODS: &[&str] = &[#(#resp_methods),*];
+
+        /// A `result` checked against `T`: the ignored paths, or the deserialization error.
+        /// `p` is the message root (a server walk also collects absent always-sent keys there).
+        fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value, p: &mut JsonPath) -> Result<Vec<String>, String> {
+            T::deserialize(v).map_err(|e| e.to_string())?;
+            p.key("result");
+            let mut out = Vec::new();
+            T::track(v, p, &mut out);
+            p.pop();
+            Ok(out)
+        }
+
+        /// Checks a client's `result` for a server request of `method`. `None` for an unknown
+        /// method.
+        pub fn check_response(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
+            let p = &mut JsonPath::root();
+            match method { #(#resp_arms,)* _ => None }
+        }
+
+        /// Checks the server's `result` for a client request of `method` (schema drift).
+        pub fn check_result(method: &str, v: &serde_json::Value) -> Option<Result<Vec<String>, String>> {
+            check_result_at(method, v, &mut JsonPath::root())
+        }
+
+        /// [`check_result`] walked from `p`: with [`JsonPath::server`], `p` also collects the
+        /// always-sent keys the result lacks.
+        pub fn check_result_at(method: &str, v: &serde_json::Value, p: &mut JsonPath) -> Option<Result<Vec<String>, String>> {
+            match method { #(#result_arms,)* _ => None }
+        }
+        #fast_entries
+
+        fn envelope_of(m: &JSONRPCMessage) -> crate::Envelope {
+            match m {
+                JSONRPCMessage::V0(_) => crate::Envelope::Request,
+                JSONRPCMessage::V1(_) => crate::Envelope::Notification,
+                JSONRPCMessage::V2(_) => crate::Envelope::Response,
+                JSONRPCMessage::V3(_) => crate::Envelope::Error,
+            }
+        }
+
+        /// This version's entry points (see `crate::Protocol`).
+        pub static PROTOCOL: crate::Protocol = crate::Protocol {
+            version: #version,
+            client_methods: CLIENT_METHODS,
+            experimental_methods: EXPERIMENTAL_METHODS,
+            experimental_table: EXPERIMENTAL_CHECKS,
+            server_request_methods: SERVER_REQUEST_METHODS,
+            bundle: include_str!(#bundle),
+            captured_session: #captured,
+            client_method,
+            is_experimental_method,
+            experimental_checks,
+            check_response,
+            check_result_at,
+            fast_params,
+            fast_response,
+            envelope_text: |t| serde_json::from_str::<JSONRPCMessage>(t).ok().as_ref().map(envelope_of),
+            envelope: |v| JSONRPCMessage::deserialize(v).ok().as_ref().map(envelope_of),
+            track_envelope: |k, v, p, out| match k {
+                crate::Envelope::Request => JSONRPCRequest::track(v, p, out),
+                crate::Envelope::Notification => JSONRPCNotification::track(v, p, out),
+                crate::Envelope::Response => JSONRPCResponse::track(v, p, out),
+                crate::Envelope::Error => JSONRPCError::track(v, p, out),
+            },
+            client_request: |v| ClientRequest::deserialize(v).map(|r| matches!(r, ClientRequest::Initialize { .. })),
+            track_client_request: ClientRequest::track,
+            client_notification: |v| ClientNotification::deserialize(v).map(drop),
+            server_request: |v| ServerRequest::deserialize(v).map(drop),
+            track_server_request: ServerRequest::track,
+            server_notification: |v| ServerNotification::deserialize(v).map(drop),
+            track_server_notification: ServerNotification::track,
+            jsonrpc_error: |v| JSONRPCError::deserialize(v).map(drop),
+        };
+    }
+}
+
+/// Top-level names an item group defines, and every identifier it mentions.
+fn names_of(group: &TokenStream) -> (Vec<String>, BTreeSet<String>) {
+    let file: syn::File =
+        syn::parse2(group.clone()).unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
+    let defines = file
+        .items
+        .iter()
+        .filter_map(|it| match it {
+            syn::Item::Struct(i) => Some(i.ident.to_string()),
+            syn::Item::Enum(i) => Some(i.ident.to_string()),
+            syn::Item::Mod(i) => Some(i.ident.to_string()),
+            syn::Item::Type(i) => Some(i.ident.to_string()),
+            syn::Item::Fn(i) => Some(i.sig.ident.to_string()),
+            syn::Item::Const(i) => Some(i.ident.to_string()),
+            syn::Item::Static(i) => Some(i.ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    fn walk(ts: TokenStream, out: &mut BTreeSet<String>) {
+        for t in ts {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => {
+                    out.insert(i.to_string());
+                }
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut mentions = BTreeSet::new();
+    walk(group.clone(), &mut mentions);
+    (defines, mentions)
+}
+
+/// The module of one version: `0.171.0` → `v0_171_0`.
+fn version_module(version: &str) -> Ident {
+    format_ident!("v{}", version.replace(['.', '-'], "_"))
+}
+
+/// Every version's protocol in one file. A type group whose code is identical in several versions,
+/// and whose every mention of another generated name resolves to the same (shared) item in each,
+/// is emitted once in a `shared_*` module and re-exported by each version; everything else is
+/// emitted per version. `versions`: (version, path of its bundle, path of its captured session if
+/// any, model), oldest first.
+pub fn emit_all(versions: &[(String, String, Option<String>, Model)]) -> String {
+    struct Group {
+        tokens: TokenStream,
+        code: String,
+        defines: Vec<String>,
+        mentions: BTreeSet<String>,
+    }
+    // Per version: its groups, and which group defines each name.
+    let mut groups: Vec<Vec<Group>> = Vec::new();
+    let mut owner: Vec<HashMap<String, usize>> = Vec::new();
+    // Names of each version's entry points: a group that mentions one is never shared.
+    let mut api_names: Vec<Vec<String>> = Vec::new();
+    for (version, bundle, session, m) in versions {
+        api_names.push(names_of(&version_api(m, version, bundle, session)).0);
+        let gs: Vec<Group> = type_groups(m)
+            .into_iter()
+            .map(|tokens| {
+                let (defines, mentions) = names_of(&tokens);
+                Group {
+                    code: tokens.to_string(),
+                    tokens,
+                    defines,
+                    mentions,
+                }
+            })
+            .collect();
+        let mut own = HashMap::new();
+        for (i, g) in gs.iter().enumerate() {
+            for d in &g.defines {
+                own.insert(d.clone(), i);
+            }
+        }
+        groups.push(gs);
+        owner.push(own);
+    }
+    // Candidate classes: (primary name, code) → versions holding exactly that code.
+    let mut classes: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (v, gs) in groups.iter().enumerate() {
+        for g in gs {
+            if let Some(primary) = g.defines.first() {
+                classes
+                    .entry((primary.clone(), g.code.clone()))
+                    .or_default()
+                    .push(v);
+            }
+        }
+    }
+    // loc[v][group] = Some(class index) when shared.
+    let class_list: Vec<((String, String), Vec<usize>)> =
+        classes.into_iter().filter(|(_, vs)| vs.len() > 1).collect();
+    let mut loc: Vec<Vec<Option<usize>>> = groups.iter().map(|gs| vec![None; gs.len()]).collect();
+    let mut alive = vec![true; class_list.len()];
+    for (c, ((primary, _), vs)) in class_list.iter().enumerate() {
+        for &v in vs {
+            loc[v][owner[v][primary]] = Some(c);
+        }
+    }
+    // Demote until every shared group's mentions resolve to one shared item in all its versions.
+    loop {
+        let mut changed = false;
+        for (c, ((primary, _), vs)) in class_list.iter().enumerate() {
+            if !alive[c] {
+                continue;
+            }
+            let g = &groups[vs[0]][owner[vs[0]][primary]];
+            let ok = g.mentions.iter().all(|name| {
+                if g.defines.contains(name) {
+                    return true;
+                }
+                if vs.iter().any(|&v| api_names[v].contains(name)) {
+                    return false;
+                }
+                let at: Vec<Option<Option<usize>>> = vs
+                    .iter()
+                    .map(|&v| owner[v].get(name).map(|&i| loc[v][i]))
+                    .collect();
+                match at[0] {
+                    // Not a generated name in the first version: it must be one in none.
+                    None => at.iter().all(Option::is_none),
+                    Some(first) => first.is_some() && at.iter().all(|x| *x == Some(first)),
+                }
+            });
+            if !ok {
+                alive[c] = false;
+                changed = true;
+                for &v in vs {
+                    loc[v][owner[v][primary]] = None;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let preamble = quote! {
+        use crate::track::{report_untaken, JsonPath, Track};
+        use serde::Deserialize;
+    };
+    // One module per set of versions that shares groups.
+    let mut shared: BTreeMap<Vec<usize>, Vec<usize>> = BTreeMap::new();
+    for (c, (_, vs)) in class_list.iter().enumerate() {
+        if alive[c] {
+            shared.entry(vs.clone()).or_default().push(c);
+        }
+    }
+    let shared_name = |vs: &[usize]| {
+        let parts: Vec<String> = vs.iter().map(|v| v.to_string()).collect();
+        format_ident!("shared_{}", parts.join("_"))
+    };
+    let mut out = Vec::new();
+    let mut reexports: Vec<Vec<TokenStream>> = vec![Vec::new(); versions.len()];
+    for (vs, cs) in &shared {
+        let name = shared_name(vs);
+        let source = version_module(&versions[vs[0]].0);
+        let items = cs.iter().map(|&c| {
+            let primary = &class_list[c].0 .0;
+            &groups[vs[0]][owner[vs[0]][primary]].tokens
+        });
+        out.push(quote! {
+            pub mod #name {
+                #preamble
+                use super::#source::*;
+                #(#items)*
+            }
+        });
+        for &v in vs {
+            let names = cs.iter().flat_map(|&c| {
+                let primary = &class_list[c].0 .0;
+                groups[v][owner[v][primary]].defines.iter().map(|d| {
+                    let d: Ident = syn::parse_str(d).expect("a generated name");
+                    d
+                })
+            });
+            reexports[v].push(quote!(pub use super::#name::{#(#names),*};));
+        }
+    }
+    for (v, (version, bundle, session, m)) in versions.iter().enumerate() {
+        let module = version_module(version);
+        let own = groups[v]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| loc[v][*i].is_none())
+            .map(|(_, g)| &g.tokens);
+        let api = version_api(m, version, bundle, session);
+        let re = &reexports[v];
+        out.push(quote! {
+            pub mod #module {
+                #preamble
+                #(#re)*
+                #(#own)*
+                #api
+            }
+        });
+    }
+    let all: Vec<TokenStream> = versions
+        .iter()
+        .map(|(v, ..)| {
+            let m = version_module(v);
+            quote!(&#m::PROTOCOL)
+        })
+        .collect();
+    let file = quote! {
+        /// Every version, oldest first.
+        pub static VERSIONS: &[&crate::Protocol] = &[#(#all),*];
+        #(#out)*
+    };
+    let parsed: syn::File =
+        syn::parse2(file).unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
+    prettyplease::unparse(&parsed)
+}
