@@ -43,8 +43,7 @@ fn main() {
         .and_then(|p| Some(p.parent()?.parent()?.join("codex-wire")))
         .filter(|p| p.is_file())
         .expect("build the binary first: cargo build --release");
-    let cases = harness::load_cases(&root.join("tests/corpus").join(version).join("turns"))
-        .expect("turn corpus");
+    let cases = harness::load_cases(&root.join("tests/corpus/turns")).expect("turn corpus");
     let case = cases
         .iter()
         .find(|c| c.name == "01_message")

@@ -60,6 +60,16 @@ fn real_codex() -> PathBuf {
 /// Runs pytest on `targets` (relative to `tests/python/`), in real mode against `real` when
 /// given; returns the exit status and the output.
 fn pytest(targets: &[&str], real: Option<&Path>, name: &str) -> (bool, String) {
+    pytest_as(targets, real, None, name)
+}
+
+/// [`pytest`] with the fake answering as codex `version`.
+fn pytest_as(
+    targets: &[&str],
+    real: Option<&Path>,
+    version: Option<&str>,
+    name: &str,
+) -> (bool, String) {
     let py = venv();
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     // Outside any git repository (the real server reads the cwd's repo and AGENTS.md).
@@ -76,6 +86,10 @@ fn pytest(targets: &[&str], real: Option<&Path>, name: &str) -> (bool, String) {
     if let Some(real) = real {
         cmd.env("CODEX_WIRE_REAL_CODEX", real);
     }
+    match version {
+        Some(v) => cmd.env("CODEX_WIRE_AS_VERSION", v),
+        None => cmd.env_remove("CODEX_WIRE_AS_VERSION"),
+    };
     let out = cmd.output().expect("run pytest");
     let text = format!(
         "{}{}",
@@ -147,5 +161,59 @@ fn seed_scenarios_against_the_real_binary() {
         skips.iter().all(|l| l.contains("fake-only feature")),
         "a real-mode skip must name the fake-only feature:\n{}",
         skips.join("\n")
+    );
+}
+
+/// The SDK's tests against the fake answering as every supported version (the SDK pins codex
+/// 0.163.0 through `openai-codex-cli-bin`, and runs against whatever `codex` it is given).
+#[test]
+fn python_sdk_against_the_fake_as_every_version() {
+    for &p in codex_wire::versions() {
+        let v = p.version;
+        let (ok, text) = pytest_as(&["test_sdk.py"], None, Some(v), &format!("sdk-as-{v}"));
+        assert!(ok, "pytest failed with the fake as {v}:\n{text}");
+        assert!(
+            !text.contains("skipped"),
+            "{v}: no test may be skipped:\n{text}"
+        );
+        assert!(
+            summary_count(&text, "passed") >= 4,
+            "{v}: every test ran:\n{text}"
+        );
+    }
+}
+
+/// The same SDK tests against the codex binary the SDK bundles (`openai-codex-cli-bin`, installed
+/// with it), played by the scripted model: the tests hold on the SDK's own real server too.
+#[test]
+fn python_sdk_against_its_own_bundled_binary() {
+    let py = venv();
+    let out = Command::new(&py)
+        .args([
+            "-c",
+            "import codex_cli_bin; print(codex_cli_bin.bundled_codex_path())",
+        ])
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bundled = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(
+        bundled.is_file(),
+        "the SDK's bundled codex is missing: {}",
+        bundled.display()
+    );
+    let (ok, text) = pytest(&["test_sdk.py"], Some(&bundled), "sdk-bundled");
+    assert!(
+        ok,
+        "pytest failed against the SDK's bundled binary:\n{text}"
+    );
+    assert!(!text.contains("skipped"), "no test may be skipped:\n{text}");
+    assert!(
+        summary_count(&text, "passed") >= 4,
+        "every test ran:\n{text}"
     );
 }

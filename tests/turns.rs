@@ -1,6 +1,7 @@
-//! The recorded turn corpus (`tests/corpus/turns/`, written by `cargo xtask turns --record`
-//! from the real codex binary driven by the scripted model): for every scenario, the fake's
-//! transcript must equal the real server's under the one masking rule (`codex_wire::diff`).
+//! The recorded turn corpus (cases in `tests/corpus/turns/`, the real server's transcripts in
+//! `tests/corpus/<V>/turns/`, written by `cargo xtask turns --record` from the real codex binary
+//! driven by the scripted model): for every scenario, the fake's transcript must equal the real
+//! server's under the one masking rule (`codex_wire::diff`).
 //! A scenario listed in `known_differences.txt` (with its reason) must still differ: a listed
 //! scenario that starts to match fails the test, so the list stays honest.
 
@@ -28,7 +29,11 @@ fn known() -> Vec<String> {
 
 #[test]
 fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
-    let cases = harness::load_cases(Path::new(&corpus())).expect("the turn corpus");
+    let cases = harness::load_cases(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/turns"
+    )))
+    .expect("the turn corpus");
     assert!(cases.len() >= 25, "turn corpus too small: {}", cases.len());
     let bin = Path::new(env!("CARGO_BIN_EXE_codex-wire"));
     // Outside any git repository, as the recordings were made (git state shows in messages).

@@ -52,6 +52,14 @@ def real_codex() -> Optional[str]:
     return os.environ.get(REAL_CODEX_ENV) or None
 
 
+AS_VERSION_ENV = "CODEX_WIRE_AS_VERSION"
+
+
+def as_version() -> Optional[str]:
+    """The codex version the fake answers as (``--codex-version``), else its default."""
+    return os.environ.get(AS_VERSION_ENV) or None
+
+
 def fake_binary() -> str:
     path = os.environ.get("CODEX_WIRE_BIN")
     if not path:
@@ -75,13 +83,23 @@ class FakeCodex:
         if self.real:
             server = f'"{fake_binary()}" scripted --state-dir "{self.state_dir}" -- "{self.real}"'
         else:
-            server = f'"{fake_binary()}" fake --state-dir "{self.state_dir}"'
+            version = f' --codex-version "{as_version()}"' if as_version() else ""
+            server = f'"{fake_binary()}" fake{version} --state-dir "{self.state_dir}"'
         # Only what the install sets: no credentials or settings of the machine reach either server.
         clean = ("for v in $(env | sed -n 's/^\\(CODEX[A-Za-z0-9_]*\\|OPENAI[A-Za-z0-9_]*\\)=.*/\\1/p'); "
                  'do unset "$v"; done\n')
         self.bin.write_text(f'#!/bin/sh\n{clean}export CODEX_HOME="{self.codex_home}"\n'
                             f'exec {server} "$@"\n', encoding="utf-8")
         self.bin.chmod(0o755)
+
+    @property
+    def version(self) -> str:
+        """The codex version the server answers as (what its ``--version`` says)."""
+        import subprocess
+
+        cmd = [self.real] if self.real else [str(self.bin)]
+        out = subprocess.run(cmd + ["--version"], capture_output=True, text=True, check=True)
+        return out.stdout.split()[-1]
 
     def set_scenario(self, **changes: Any) -> None:
         path = self.state_dir / "scenario.json"

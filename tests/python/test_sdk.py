@@ -21,7 +21,7 @@ APPROVED_TURN = {"steps": [
 def test_thread_and_turn_with_command_approval_and_streamed_answer(make_fake, tmp_path):
     fake = make_fake([APPROVED_TURN])
     with Codex(CodexConfig(codex_bin=str(fake.bin), cwd=str(tmp_path))) as codex:
-        assert codex.metadata.serverInfo.version.startswith("0.171.0")
+        assert codex.metadata.serverInfo.version.startswith(fake.version)
         thread = codex.thread_start()
         handle = thread.turn("What is in this project?")
         events = list(handle.stream())

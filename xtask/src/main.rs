@@ -10,6 +10,7 @@
 //!   binary (printed, or written to `schema/V/facts/probed.json`).
 //! - `oracle [--record] [--version V]`: the ignored-path oracle (`tests/corpus/V/oracle.jsonl`).
 //! - `sessions [--version V]`: the real server's side of the scripts in `tests/corpus/sessions/`.
+//! - `exactness [--write | --check]`: the README's exactness tables, from every version's corpora.
 //! - `test`: install every supported binary, run every test, then the live differentials.
 //! - `turns [--record] [NAME…]`: run the turn corpus against the real server (scripted model)
 //!   and the fake; `--record` keeps the real transcripts in `tests/corpus/V/turns/`.
@@ -17,8 +18,10 @@
 //!   from the real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`,
 //!   PROVENANCE.md. `schema --diff A B`: the protocol changelog between two versions.
 
+mod changelog;
 mod codex_bin;
 mod conformance;
+mod exactness;
 mod gen;
 mod oracle;
 mod probe;
@@ -37,6 +40,7 @@ const USAGE: &str =
   schema --diff A B        the protocol changelog from codex A to codex B
   oracle [--record] [--version V]   ignored-path oracle against the real server
   sessions [--version V]   record the real server's side of tests/corpus/sessions/*.jsonl
+  exactness [--write|--check]  README's exactness tables from every version's corpora
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
   test [cargo test args]   install every supported codex, run all tests and the live differentials";
 
@@ -51,6 +55,7 @@ fn main() {
         Some("oracle") => oracle::main(rest),
         Some("turns") => turns::main(rest),
         Some("sessions") => sessions::main(rest),
+        Some("exactness") => exactness::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -52,6 +52,8 @@ struct Args {
     version: Option<String>,
     codex: Option<PathBuf>,
     check: bool,
+    /// `--diff A B`: print the changelog instead.
+    diff: Option<(String, String)>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -59,11 +61,17 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         version: None,
         codex: None,
         check: false,
+        diff: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--check" => out.check = true,
+            "--diff" => {
+                let a = it.next().ok_or("--diff needs two versions")?;
+                let b = it.next().ok_or("--diff needs two versions")?;
+                out.diff = Some((a.clone(), b.clone()));
+            }
             "--version" => {
                 let v = it.next().ok_or("--version needs a value")?;
                 out.version = Some(v.clone());
@@ -369,6 +377,13 @@ fn sync(generated: &Path, vendored: &Path, diffs: &[Diff]) -> Result<(), String>
 /// (or, with `--check`, checked).
 pub fn run(args: &[String]) -> Result<(), String> {
     let args = parse_args(args)?;
+    if let Some((a, b)) = &args.diff {
+        for v in [a, b] {
+            codex_bin::pick_version(Some(v))?;
+        }
+        print!("{}", crate::changelog::page(a, b)?);
+        return Ok(());
+    }
     let targets = match &args.version {
         Some(v) => vec![v.clone()],
         None if args.codex.is_some() => vec![codex_bin::newest_version()?],
@@ -379,6 +394,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         if let Err(e) = run_one(version, args.version.is_some(), &args) {
             failures.push(e);
         }
+    }
+    // The committed changelogs follow the schemas they are read from.
+    if let Err(e) = crate::changelog::sync(args.check) {
+        failures.push(e);
     }
     if failures.is_empty() {
         Ok(())

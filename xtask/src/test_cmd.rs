@@ -25,6 +25,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     if !status.success() {
         return Err(format!("cargo test failed ({status})"));
     }
+    println!("== README exactness tables against the recorded corpora");
+    crate::exactness::main(&["--check".into()])?;
     for (v, codex) in &bins {
         println!(
             "== codex {v}: live differential conformance against {}",

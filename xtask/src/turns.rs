@@ -1,6 +1,7 @@
-//! `cargo xtask turns [--record] [NAME…]`: the recorded turn corpus (`tests/corpus/turns/`).
-//! Each `<name>.case.json` is run against the real binary behind `codex-wire scripted` (the
-//! scripted model plays the scenario); `--record` keeps the transcript as `<name>.real.jsonl`.
+//! `cargo xtask turns [--record] [--version V] [NAME…]`: the recorded turn corpus. Each
+//! `tests/corpus/turns/<name>.case.json` is run against the real binary of V (default: the
+//! newest) behind `codex-wire scripted` (the scripted model plays the scenario); `--record` keeps
+//! the transcript as `tests/corpus/<V>/turns/<name>.real.jsonl`.
 //! Without `--record` the live real run is compared with the fake's run of the same case under
 //! the one masking rule (`codex_wire::diff`), and with the recording.
 
@@ -9,9 +10,14 @@ use codex_wire::harness::{self, Server};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The turn corpus of `version`: `tests/corpus/<V>/turns/`.
+/// The real server's turn transcripts of `version`: `tests/corpus/<V>/turns/`.
 pub fn corpus_dir(version: &str) -> PathBuf {
     crate::codex_bin::corpus_dir(version).join("turns")
+}
+
+/// The turn cases, the same for every version: `tests/corpus/turns/`.
+pub fn cases_dir() -> PathBuf {
+    crate::codex_bin::repo_root().join("tests/corpus/turns")
 }
 
 /// Builds `codex-wire` (debug) and returns its path.
@@ -53,6 +59,15 @@ fn compare(a: &Path, b: &Path) -> Result<(), String> {
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let record = args.iter().any(|a| a == "--record");
+    let version = args
+        .iter()
+        .position(|a| a == "--version")
+        .map(|i| {
+            args.get(i + 1)
+                .map(String::as_str)
+                .ok_or("--version needs a value")
+        })
+        .transpose()?;
     // `--fake-bin PATH`: another fake (an older build, a team's own) compared with the
     // recordings instead of a live real run.
     let other = args
@@ -63,7 +78,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let only: Vec<&String> = args
         .iter()
         .enumerate()
-        .filter(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--fake-bin"))
+        .filter(|(i, a)| {
+            !a.starts_with("--")
+                && (*i == 0 || !matches!(args[i - 1].as_str(), "--fake-bin" | "--version"))
+        })
         .map(|(_, a)| a)
         .collect();
     if let Some(fake_bin) = other {
@@ -73,11 +91,12 @@ pub fn main(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("--fake-bin {}: {e}", fake_bin.display()))?;
         return against_recordings(&fake_bin, &only);
     }
-    let version = crate::codex_bin::newest_version()?;
+    let version = crate::codex_bin::pick_version(version)?;
     let codex = crate::codex_bin::ensure_codex(&version, None)?;
     let bin = codex_wire_bin()?;
     let dir = corpus_dir(&version);
-    let cases = harness::load_cases(&dir)?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let cases = harness::load_cases(&cases_dir())?;
     // Outside any git repository: the real server reports git state and repo-relative diffs
     // for a cwd inside one.
     let work = std::env::temp_dir().join("codex-wire-turns");
@@ -152,7 +171,7 @@ fn against_recordings(fake_bin: &Path, only: &[&String]) -> Result<(), String> {
     let dir = corpus_dir(&crate::codex_bin::newest_version()?);
     let work = std::env::temp_dir().join("codex-wire-turns-other");
     let (mut same, mut total) = (0, 0);
-    for case in harness::load_cases(&dir)?
+    for case in harness::load_cases(&cases_dir())?
         .iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| **o == c.name))
     {
