@@ -164,3 +164,70 @@ fn proxy_in_front_of_the_real_server() {
     );
     let _ = std::fs::remove_dir_all(work);
 }
+
+/// Without `--codex-version` the proxy judges a server as the version its `--version` names: in
+/// front of an older binary, a method only the newer versions have is predicted refused with that
+/// binary's own unknown-variant reply, which is the reply the binary really sends.
+#[test]
+fn proxy_judges_each_binary_as_its_own_version() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let newest = codex_wire::newest();
+    for &p in codex_wire::versions() {
+        let Some(method) = newest
+            .client_methods
+            .iter()
+            .find(|m| !p.client_methods.contains(m))
+        else {
+            continue; // the newest itself
+        };
+        let codex =
+            codex_wire::harness::real_codex_of(root, p.version).unwrap_or_else(|e| panic!("{e}"));
+        let work = tmp(&format!("as-{}", p.version));
+        let (home, cwd) = (work.join("home"), work.join("cwd"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        let transcript = work.join("transcript.jsonl");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
+            .arg("proxy")
+            .arg("--transcript")
+            .arg(&transcript)
+            .arg("--")
+            .arg(&codex)
+            .arg("app-server")
+            .env("CODEX_HOME", &home)
+            .current_dir(&cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = format!(
+            "{}\n{}\n",
+            r#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"v","version":"1"}}}"#,
+            format_args!(r#"{{"id":1,"method":"{method}","params":{{}}}}"#)
+        );
+        let mut w = child.stdin.take().unwrap();
+        w.write_all(input.as_bytes()).unwrap();
+        // Let the server answer both before the end of input closes it.
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(w);
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let reply: serde_json::Value = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|m| m["id"] == 1)
+            .unwrap_or_else(|| panic!("{}: no reply to {method}: {stdout}", p.version));
+        let real = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(real.contains("unknown variant"), "{}: {reply}", p.version);
+        // The transcript records the proxy's prediction for each client line.
+        let predicted = std::fs::read_to_string(&transcript)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["dir"] == "in" && e["msg"]["id"] == 1)
+            .map(|e| e["violation"].clone())
+            .expect("the request in the transcript");
+        assert_eq!(predicted, real, "{}: the proxy's prediction", p.version);
+    }
+}

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from openai_codex import Codex, CodexConfig
 from openai_codex._goal import _GoalNotificationStream
 from openai_codex._run import _collect_turn_result
 from openai_codex.client import CodexClient
 from openai_codex.generated.v2_all import TurnStatus
+
+from fake_codex import real_codex
+
+
+def fake_only(feature: str) -> None:
+    """Skip against a real binary: ``feature`` is scripted by the fake only."""
+    if real_codex():
+        pytest.skip(f"fake-only feature: {feature} (no model response makes the real server do it)")
 
 APPROVED_TURN = {"steps": [
     {"kind": "reasoning", "summary": ["Listing the files first."]},
@@ -79,6 +89,7 @@ def _goal_stream(client: CodexClient, state) -> _GoalNotificationStream:
 
 
 def test_goal_turn_over_two_server_turns_is_one_logical_result(make_fake, tmp_path):
+    fake_only("goal continuation turns scripted by `continuations`")
     fake = make_fake([GOAL_TURN])
     client = _client(fake, tmp_path)
     try:
@@ -101,6 +112,7 @@ def test_goal_turn_over_two_server_turns_is_one_logical_result(make_fake, tmp_pa
 
 
 def test_goal_steer_and_interrupt_during_rollover(make_fake, tmp_path):
+    fake_only("goal rollover scripted by `continuations` and `rollover_ms`")
     slow = {"steps": [{"kind": "message", "text": "first"}],
             "continuations": [{"steps": [{"kind": "progress", "seconds": 20, "interval": 0.05}]}],
             "rollover_ms": 300}
