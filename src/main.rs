@@ -28,6 +28,8 @@ enum Cmd {
     /// Run a real `codex app-server` against the scripted model, behind the checking proxy
     /// (`codex-wire scripted --state-dir DIR -- codex app-server`)
     Scripted(codex_wire::scripted::Cli),
+    /// The codex versions this build speaks, oldest first (the last is the default)
+    Versions,
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -52,6 +54,12 @@ fn main() -> ExitCode {
         Cmd::Diff(c) => codex_wire::diff::main(c),
         Cmd::Model(c) => codex_wire::model::main(c),
         Cmd::Scripted(c) => codex_wire::scripted::main(c),
+        Cmd::Versions => {
+            for p in codex_wire::versions() {
+                println!("{}", p.version);
+            }
+            ExitCode::SUCCESS
+        }
         Cmd::Completions { shell } => {
             clap_complete::generate(
                 shell,

@@ -47,6 +47,9 @@ pub struct Cli {
 /// The child, for the signal handler (0 = none yet).
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
+/// A signal that arrived before the child existed (delivered to it once it does).
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
 extern "C" fn forward_signal(sig: libc::c_int) {
     let pid = CHILD.load(Ordering::SeqCst);
     if pid > 0 {
@@ -54,6 +57,8 @@ extern "C" fn forward_signal(sig: libc::c_int) {
         unsafe {
             libc::kill(pid, sig);
         }
+    } else {
+        PENDING.store(sig, Ordering::SeqCst);
     }
 }
 
@@ -175,6 +180,19 @@ pub fn run(o: &Options) -> Exit {
             return Exit::Code(2);
         }
     };
+    for sig in [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+    ] {
+        // SAFETY: the handler only calls kill(2).
+        unsafe {
+            libc::signal(sig, forward_signal as *const () as libc::sighandler_t);
+        }
+    }
     let protocol = o.protocol.unwrap_or_else(|| match child_version(program) {
         Ok(p) => p,
         Err(why) => {
@@ -198,17 +216,12 @@ pub fn run(o: &Options) -> Exit {
     };
     let pid = child.id() as i32;
     CHILD.store(pid, Ordering::SeqCst);
-    for sig in [
-        libc::SIGTERM,
-        libc::SIGINT,
-        libc::SIGHUP,
-        libc::SIGQUIT,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-    ] {
-        // SAFETY: the handler only calls kill(2).
+    // A signal from before the child existed (the version probe takes a moment) is its now.
+    let early = PENDING.swap(0, Ordering::SeqCst);
+    if early != 0 {
+        // SAFETY: signalling our own child.
         unsafe {
-            libc::signal(sig, forward_signal as *const () as libc::sighandler_t);
+            libc::kill(pid, early);
         }
     }
     let (tx, rx) = mpsc::channel::<Msg>();

@@ -153,3 +153,25 @@ fn fake_takes_codex_argv() {
     assert!(text(&out.stderr).contains("Invalid override (missing '='): model"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn versions_lists_every_supported_version_oldest_first() {
+    let out = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
+        .arg("versions")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let want: Vec<String> = codex_wire::versions()
+        .iter()
+        .map(|p| p.version.to_string())
+        .collect();
+    assert_eq!(listed, want);
+    assert_eq!(
+        listed.last().map(String::as_str),
+        Some(codex_wire::newest().version)
+    );
+}

@@ -76,19 +76,33 @@ fn pytest_as(
     let base =
         std::env::temp_dir().join(format!("codex-wire-pytest-{name}-{}", std::process::id()));
     let mut cmd = Command::new(&py);
-    cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA"])
-        .arg("--basetemp")
-        .arg(&base)
-        .args(targets)
-        .env("CODEX_WIRE_BIN", env!("CARGO_BIN_EXE_codex-wire"))
-        .env_remove("CODEX_WIRE_REAL_CODEX")
-        .current_dir(&tests);
+    // The plugin from the checkout (an installed wheel registers it by its entry point).
+    cmd.args([
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "codex_wire.plugin",
+        "-rA",
+    ])
+    .env(
+        "PYTHONPATH",
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("python"),
+    )
+    .arg("--basetemp")
+    .arg(&base)
+    .args(targets)
+    .env("CODEX_WIRE_BIN", env!("CARGO_BIN_EXE_codex-wire"))
+    .env_remove("CODEX_WIRE_REAL_CODEX")
+    .current_dir(&tests);
     if let Some(real) = real {
         cmd.env("CODEX_WIRE_REAL_CODEX", real);
     }
     match version {
-        Some(v) => cmd.env("CODEX_WIRE_AS_VERSION", v),
-        None => cmd.env_remove("CODEX_WIRE_AS_VERSION"),
+        Some(v) => cmd.env("CODEX_WIRE_FAKE_VERSION", v),
+        None => cmd.env_remove("CODEX_WIRE_FAKE_VERSION"),
     };
     let out = cmd.output().expect("run pytest");
     let text = format!(
@@ -129,7 +143,7 @@ fn python_sdk_and_seed_scenarios_against_the_fake() {
         "no Python test may be skipped:\n{text}"
     );
     assert!(
-        summary_count(&text, "passed") >= 13,
+        summary_count(&text, "passed") >= 16,
         "every test ran:\n{text}"
     );
 }

@@ -1,22 +1,12 @@
-import sys
-from pathlib import Path
+"""The seed's scenarios and the SDK tests, written on the codex-wire pytest plugin (loaded from
+the checkout's `python/` here; an installed wheel registers it as a `pytest11` plugin)."""
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from fake_codex import FakeCodex  # noqa: E402
+pytest_plugins = ["codex_wire.plugin"]
 
 
 @pytest.fixture
-def make_fake(tmp_path):
-    made = []
-
-    def make(turns, **scenario):
-        fake = FakeCodex(tmp_path / f"install{len(made)}", turns, **scenario)
-        made.append(fake)
-        return fake
-
-    yield make
-    for fake in made:
-        fake.cleanup()
+def make_fake(codex_fake_factory):
+    """The seed's name for the plugin's factory: ``make_fake(turns, **scenario)``."""
+    return codex_fake_factory

@@ -3,7 +3,7 @@ in a new process, resume fallback when the rollout is gone, native compaction, c
 interrupt, close.
 
 Each scenario runs against ``codex-wire fake`` as the ``codex`` executable and, in real mode
-(``$CODEX_WIRE_REAL_CODEX``, see ``fake_codex.py``), against the real ``codex app-server`` behind
+(``--codex-real`` or ``$CODEX_WIRE_REAL_CODEX``, see the codex-wire pytest plugin), against the real ``codex app-server`` behind
 ``codex-wire scripted`` playing the same ``scenario.json``. Steps and assertions are the ones both
 servers satisfy (the real server is the authority: commands really run, so they are harmless);
 checks read the transcript, which both modes write. What only the fake can do (its
@@ -25,17 +25,11 @@ from openai_codex.client import CodexClient
 from openai_codex.errors import TransportClosedError
 from openai_codex.generated.v2_all import TurnStatus
 
-from fake_codex import real_codex
+from codex_wire.plugin import fake_only, real_codex
 
 REAL = real_codex() is not None
 # The real server starts a node launcher, a native binary and its sqlite stores: generous waits.
 WAIT = 60 if REAL else 10
-
-
-def fake_only(feature: str) -> None:
-    """Skip in real mode: ``feature`` exists only in the fake."""
-    if REAL:
-        pytest.skip(f"fake-only feature: {feature} (no model response makes the real server do it)")
 
 
 def codex(fake, tmp_path, **kw) -> Codex:

@@ -12,13 +12,7 @@ from openai_codex._run import _collect_turn_result
 from openai_codex.client import CodexClient
 from openai_codex.generated.v2_all import TurnStatus
 
-from fake_codex import real_codex
-
-
-def fake_only(feature: str) -> None:
-    """Skip against a real binary: ``feature`` is scripted by the fake only."""
-    if real_codex():
-        pytest.skip(f"fake-only feature: {feature} (no model response makes the real server do it)")
+from codex_wire.plugin import fake_only
 
 APPROVED_TURN = {"steps": [
     {"kind": "reasoning", "summary": ["Listing the files first."]},

@@ -11,6 +11,7 @@
 //! - `oracle [--record] [--version V]`: the ignored-path oracle (`tests/corpus/V/oracle.jsonl`).
 //! - `sessions [--version V]`: the real server's side of the scripts in `tests/corpus/sessions/`.
 //! - `exactness [--write | --check]`: the README's exactness tables, from every version's corpora.
+//! - `wheel [--debug]`: the pip wheel (the binary and the pytest plugin) into `target/wheels/`.
 //! - `test`: install every supported binary, run every test, then the live differentials.
 //! - `turns [--record] [NAME…]`: run the turn corpus against the real server (scripted model)
 //!   and the fake; `--record` keeps the real transcripts in `tests/corpus/V/turns/`.
@@ -31,6 +32,7 @@ mod sessions;
 mod test_cmd;
 mod ts_facts;
 mod turns;
+mod wheel;
 
 const USAGE: &str =
     "usage: cargo xtask <command>     (V: a supported codex version, default the newest)
@@ -41,6 +43,7 @@ const USAGE: &str =
   oracle [--record] [--version V]   ignored-path oracle against the real server
   sessions [--version V]   record the real server's side of tests/corpus/sessions/*.jsonl
   exactness [--write|--check]  README's exactness tables from every version's corpora
+  wheel [--debug]          the pip wheel (binary + pytest plugin) into target/wheels/
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
   test [cargo test args]   install every supported codex, run all tests and the live differentials";
 
@@ -56,6 +59,7 @@ fn main() {
         Some("turns") => turns::main(rest),
         Some("sessions") => sessions::main(rest),
         Some("exactness") => exactness::main(rest),
+        Some("wheel") => wheel::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -1,31 +1,35 @@
-"""Test-side harness for ``codex-wire fake`` (a port of the seed fake's ``FakeCodex``).
+"""One fake codex install for a test: a state dir and a ``codex`` executable.
 
-One install = a state dir (``scenario.json``, ``threads.json``, ``transcript.jsonl``) plus a
-``codex`` wrapper script that execs ``codex-wire fake --state-dir DIR "$@"``, so any client
-that launches ``codex app-server`` runs the fake instead.
+An install is a state dir (``scenario.json``, ``threads.json``, ``transcript.jsonl``) plus a
+``codex`` wrapper script that execs ``codex-wire fake --state-dir DIR "$@"``, so any client that
+launches ``codex app-server`` (an SDK given ``codex_bin``, a tool that finds ``codex`` on
+``PATH``) runs the fake instead.
 
-Real mode: with ``$CODEX_WIRE_REAL_CODEX`` set (the real ``codex`` binary), the wrapper execs
-``codex-wire scripted --state-dir DIR -- $CODEX_WIRE_REAL_CODEX "$@"`` instead: the real server,
-driven by the scripted model playing the same ``scenario.json``, behind the proxy that writes
-the same ``transcript.jsonl``. Both modes get the same ``CODEX_HOME`` (``DIR/codex-home``, with
-the config.toml the turn corpus uses) and a cleaned environment (no ``CODEX*``/``OPENAI*`` of
-the machine). ``threads.json`` and the fake's own events exist only in fake mode.
+Real mode (``real=PATH``): the wrapper execs ``codex-wire scripted --state-dir DIR -- PATH "$@"``
+instead: the real server, driven by the scripted model playing the same ``scenario.json``, behind
+the proxy that writes the same ``transcript.jsonl``. Both modes get the same ``CODEX_HOME``
+(``DIR/codex-home``, with the config.toml the turn corpus uses) and a cleaned environment (no
+``CODEX*``/``OPENAI*`` of the machine). ``threads.json`` and the fake's own events exist only in
+fake mode.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import os
+import shutil
 import signal
+import subprocess
+import sysconfig
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
+
+from .steps import check_turns
 
 GRANDCHILD_RELEASE = "release-grandchildren"
-
-
-REAL_CODEX_ENV = "CODEX_WIRE_REAL_CODEX"
 
 # What both servers read from CODEX_HOME/config.toml (as codex_wire::harness::config_toml):
 # the scripted provider (`scripted` patches in its base_url), on-request approvals in a writable
@@ -47,44 +51,63 @@ stream_max_retries = 0
 """
 
 
-def real_codex() -> Optional[str]:
-    """The real codex binary when the tests run in real mode, else None."""
-    return os.environ.get(REAL_CODEX_ENV) or None
-
-
-AS_VERSION_ENV = "CODEX_WIRE_AS_VERSION"
-
-
-def as_version() -> Optional[str]:
-    """The codex version the fake answers as (``--codex-version``), else its default."""
-    return os.environ.get(AS_VERSION_ENV) or None
-
-
-def fake_binary() -> str:
+def binary() -> str:
+    """The ``codex-wire`` executable: ``$CODEX_WIRE_BIN``, else the one this package installed
+    (the wheel puts it next to the interpreter's scripts), else ``codex-wire`` on ``PATH``."""
     path = os.environ.get("CODEX_WIRE_BIN")
-    if not path:
-        raise RuntimeError("set CODEX_WIRE_BIN to the codex-wire binary (cargo test does)")
-    return path
+    if path:
+        return path
+    installed = Path(sysconfig.get_path("scripts")) / "codex-wire"
+    if installed.is_file():
+        return str(installed)
+    found = shutil.which("codex-wire")
+    if found:
+        return found
+    raise RuntimeError("no codex-wire executable: install the codex-wire wheel, or set CODEX_WIRE_BIN")
+
+
+def codex_versions() -> list[str]:
+    """The codex versions the binary speaks, oldest first (the last is the default)."""
+    out = subprocess.run([binary(), "versions"], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+class WireError(AssertionError):
+    """The client sent something the real server refuses or silently drops."""
 
 
 class FakeCodex:
-    """One fake codex install: wrapper executable + state dir, and readers over the transcript."""
+    """One fake codex install: wrapper executable + state dir, and readers over the transcript.
 
-    def __init__(self, root: Path, turns: list[dict], **scenario: Any) -> None:
-        self.state_dir = root / "fake_codex"
+    ``turns``: one script per ``turn/start`` (dicts, or built with :mod:`codex_wire.steps`),
+    checked before anything runs. ``real``: run the real binary at that path with the scripted
+    model instead. ``version``: the codex version the fake answers as (default: the newest).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        turns: Iterable[Any] = (),
+        *,
+        real: Optional[str] = None,
+        version: Optional[str] = None,
+        **scenario: Any,
+    ) -> None:
+        turns = check_turns(turns)
+        self.state_dir = Path(root) / "fake_codex"
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "scenario.json").write_text(json.dumps({"turns": turns, **scenario}), encoding="utf-8")
-        self.bin = root / "bin" / "codex"
+        self.bin = Path(root) / "bin" / "codex"
         self.bin.parent.mkdir(parents=True, exist_ok=True)
         self.codex_home = self.state_dir / "codex-home"
         self.codex_home.mkdir(parents=True, exist_ok=True)
         (self.codex_home / "config.toml").write_text(CONFIG_TOML, encoding="utf-8")
-        self.real = real_codex()
+        self.real = real
         if self.real:
-            server = f'"{fake_binary()}" scripted --state-dir "{self.state_dir}" -- "{self.real}"'
+            server = f'"{binary()}" scripted --state-dir "{self.state_dir}" -- "{self.real}"'
         else:
-            version = f' --codex-version "{as_version()}"' if as_version() else ""
-            server = f'"{fake_binary()}" fake{version} --state-dir "{self.state_dir}"'
+            flag = f' --codex-version "{version}"' if version else ""
+            server = f'"{binary()}" fake{flag} --state-dir "{self.state_dir}"'
         # Only what the install sets: no credentials or settings of the machine reach either server.
         clean = ("for v in $(env | sed -n 's/^\\(CODEX[A-Za-z0-9_]*\\|OPENAI[A-Za-z0-9_]*\\)=.*/\\1/p'); "
                  'do unset "$v"; done\n')
@@ -93,13 +116,21 @@ class FakeCodex:
         self.bin.chmod(0o755)
 
     @property
+    def path_dir(self) -> str:
+        """The directory of the ``codex`` executable, to put first on ``PATH``."""
+        return str(self.bin.parent)
+
+    @property
     def version(self) -> str:
         """The codex version the server answers as (what its ``--version`` says)."""
-        import subprocess
-
         cmd = [self.real] if self.real else [str(self.bin)]
         out = subprocess.run(cmd + ["--version"], capture_output=True, text=True, check=True)
         return out.stdout.split()[-1]
+
+    def script(self, *turns: Any) -> "FakeCodex":
+        """Sets the turns (checked now): one script per ``turn/start``."""
+        self.set_scenario(turns=check_turns(turns))
+        return self
 
     def set_scenario(self, **changes: Any) -> None:
         path = self.state_dir / "scenario.json"
@@ -171,10 +202,25 @@ class FakeCodex:
         for rollout in (self.codex_home / "sessions").rglob("rollout-*.jsonl"):
             rollout.unlink()
 
-    def assert_wire_clean(self) -> None:
+    def wire_problems(self, allow: Iterable[str] = ()) -> list[str]:
+        """What the client sent that the real server refuses (violations) or silently drops
+        (ignored fields), one line each with the JSON path; ``allow``: glob patterns of ignored
+        paths the test accepts (``$.params.extra``, ``*.jsonrpc``)."""
+        allow = list(allow)
+        out = []
+        for e in self.violations():
+            what = e.get("msg", {}).get("method") or e.get("reply_to") or e.get("event") or "line"
+            out.append(f"violation in {what}: {e['violation']}")
+        for method, path in self.ignored_fields():
+            if not any(fnmatch.fnmatchcase(path, pat) for pat in allow):
+                out.append(f"ignored by the real server: {path} (in {method})")
+        return out
+
+    def assert_wire_clean(self, allow: Iterable[str] = ()) -> None:
         """Every request/response the client sent is valid AND carries no field codex drops."""
-        assert not self.violations(), f"protocol violations: {self.violations()}"
-        assert not self.ignored_fields(), f"fields codex ignores: {self.ignored_fields()}"
+        problems = self.wire_problems(allow)
+        if problems:
+            raise WireError("the client sent what the real codex refuses or drops:\n  " + "\n  ".join(problems))
 
     def cleanup(self) -> None:
         (self.state_dir / GRANDCHILD_RELEASE).touch()

@@ -1,0 +1,52 @@
+"""The codex-wire pytest plugin itself: step helpers check their fields when a scenario is
+written, and the after-test wire check honours `codex_wire_allow`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from codex_wire import command, message, steps, turn, usage
+
+INIT = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
+
+
+def send(fake, *lines: dict) -> str:
+    out = subprocess.run([str(fake.bin), "app-server"], input="".join(json.dumps(l) + "\n" for l in lines),
+                         text=True, capture_output=True, timeout=30)
+    return out.stdout
+
+
+def test_helpers_check_their_fields_when_the_scenario_is_written():
+    assert turn(message("hi"), usage(3, 2))["steps"] == [
+        {"kind": "message", "text": "hi", "chunks": 3},
+        {"kind": "usage", "input": 3, "output": 2, "cached": 0},
+    ]
+    with pytest.raises(TypeError, match="text must be a string"):
+        message(3)
+    with pytest.raises(ValueError, match="cached"):
+        usage(1, cached=5)
+    with pytest.raises(ValueError, match="command must not be empty"):
+        command(" ")
+    with pytest.raises(ValueError, match="unknown kind 'mesage'"):
+        steps.check_turns([{"steps": [{"kind": "mesage", "text": "x"}]}])
+    # Plain dicts (the seed's scenarios) are checked the same way.
+    with pytest.raises(ValueError, match=r"step 1 \(command\): missing 'command'"):
+        steps.check_turns([{"steps": [{"kind": "message", "text": "x"}, {"kind": "command"}]}])
+
+
+def test_a_bad_scenario_fails_before_any_server_runs(codex_fake):
+    with pytest.raises(TypeError, match="step 0 \\(message\\)"):
+        codex_fake.script({"steps": [{"kind": "message", "text": ["not", "a", "string"]}]})
+    assert not (codex_fake.state_dir / "transcript.jsonl").exists()
+
+
+@pytest.mark.codex_wire_allow("$.params.temperature")
+def test_allowed_paths_do_not_fail_the_test(codex_fake):
+    out = send(codex_fake, INIT, {"id": 1, "method": "thread/start", "params": {"temperature": 0.2}})
+    assert '"id":1,"result"' in out
+    assert codex_fake.ignored_fields() == [("thread/start", "$.params.temperature")]
+    assert codex_fake.wire_problems(allow=["$.params.temperature"]) == []
+    assert codex_fake.wire_problems() == ["ignored by the real server: $.params.temperature (in thread/start)"]
