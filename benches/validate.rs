@@ -1,8 +1,11 @@
-//! `cargo bench --bench validate`: validate's throughput beside its floor (a plain serde_json
-//! parse of each line) and the `jsonschema` crate validating the same lines against
-//! `ClientRequest.json`, on the same generated client traffic; then peak RSS of the release
-//! binary on a quarter of the traffic and on all of it (it must not grow with the file).
-//! `CODEX_WIRE_BENCH_LINES` sets the line count (default 1,000,000).
+//! `cargo bench --bench validate`: validate's throughput beside its floor (a serde_json parse of
+//! each line into `IgnoredAny`: every contender must at least scan the JSON), a parse into
+//! `Value`, and (session mix) the `jsonschema` crate validating the same lines against
+//! `ClientRequest.json`, on three generated mixes side by side: a client session, traffic over
+//! every method, and all-invalid lines; the share of accepted lines the fast path answers; then
+//! peak RSS of the release binary on a quarter of the all-method traffic and on all of it (it
+//! must not grow with the file). `CODEX_WIRE_BENCH_LINES` sets the line count (default
+//! 1,000,000).
 
 use codex_wire::validate::{self, report::OutFormat, Config};
 use std::fs::File;
@@ -16,43 +19,78 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let file = dir.join(format!("bench-traffic-{lines}.jsonl"));
-    let quarter = dir.join(format!("bench-traffic-{}.jsonl", lines / 4));
-    for (path, n) in [(&file, lines), (&quarter, lines / 4)] {
-        let mut w = BufWriter::new(File::create(path).unwrap());
-        validate::traffic::generate(n, 42, &mut w).unwrap();
+    type Gen = fn(u64, u64, &mut BufWriter<File>) -> std::io::Result<()>;
+    let mixes: [(&str, &str, Gen); 3] = [
+        (
+            "session",
+            "client session mix: turn/start with long text, approval responses, ~5% invalid, ~5% unknown fields",
+            |n, seed, w| validate::traffic::generate(n, seed, w),
+        ),
+        (
+            "all-method",
+            "all-method mix: every client method in its real shapes, results for every server request, ~5% invalid, ~5% unknown fields",
+            |n, seed, w| validate::traffic::generate_all_methods(n, seed, w),
+        ),
+        (
+            "all-invalid",
+            "all-invalid: the all-method mix with a poisoned field in every line",
+            |n, seed, w| validate::traffic::generate_all_invalid(n, seed, w),
+        ),
+    ];
+    let mut all_method_file = None;
+    for (name, what, gen) in mixes {
+        let file = dir.join(format!("bench-{name}-{lines}.jsonl"));
+        let mut w = BufWriter::new(File::create(&file).unwrap());
+        gen(lines, 42, &mut w).unwrap();
         w.flush().unwrap();
-    }
-    let bytes = std::fs::metadata(&file).unwrap().len();
-    println!(
-        "traffic: {lines} lines, {:.0} MB (client session mix, ~5% invalid, ~5% unknown fields)\n",
-        bytes as f64 / 1e6
-    );
-
-    // Warm the page cache so every contender reads from memory (without holding the file).
-    std::io::copy(&mut File::open(&file).unwrap(), &mut std::io::sink()).unwrap();
-
-    // The bare read: the lines, no parse. Every contender pays at least this.
-    let bare = time(|| {
-        let mut r = BufReader::new(File::open(&file).unwrap());
-        let mut buf = Vec::new();
-        let mut n = 0u64;
-        while r.read_until(b'\n', &mut buf).unwrap() > 0 {
-            n += 1;
-            buf.clear();
+        measure(name, what, &file, lines, name == "session");
+        if name == "all-method" {
+            let quarter = dir.join(format!("bench-{name}-{}.jsonl", lines / 4));
+            let mut w = BufWriter::new(File::create(&quarter).unwrap());
+            gen(lines / 4, 42, &mut w).unwrap();
+            w.flush().unwrap();
+            all_method_file = Some((file, quarter));
         }
-        n
-    });
-    let plain = time(|| {
-        let mut r = BufReader::new(File::open(&file).unwrap());
+    }
+    let (file, quarter) = all_method_file.expect("the all-method mix ran");
+    let bin = env!("CARGO_BIN_EXE_codex-wire");
+    let small = peak_rss(bin, &quarter);
+    let big = peak_rss(bin, &file);
+    println!(
+        "\npeak RSS of `codex-wire validate --format json` on the all-method mix ({} cores): {:.1} MB on {} lines, {:.1} MB on {lines} lines",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        small as f64 / 1024.0,
+        lines / 4,
+        big as f64 / 1024.0
+    );
+}
+
+/// One mix, every contender side by side on the same file (warm in the page cache).
+fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: bool) {
+    let bytes = std::fs::metadata(file).unwrap().len();
+    println!(
+        "\n## {name}: {lines} lines, {:.0} MB, {:.0} bytes a line ({what})\n",
+        bytes as f64 / 1e6,
+        bytes as f64 / lines as f64
+    );
+    // Warm the page cache so every contender reads from memory (without holding the file).
+    std::io::copy(&mut File::open(file).unwrap(), &mut std::io::sink()).unwrap();
+    let each_line = |f: &mut dyn FnMut(&[u8]) -> bool| {
+        let mut r = BufReader::new(File::open(file).unwrap());
         let mut buf = Vec::new();
         let mut ok = 0u64;
         while r.read_until(b'\n', &mut buf).unwrap() > 0 {
-            ok += serde_json::from_slice::<serde_json::Value>(&buf).is_ok() as u64;
+            ok += f(&buf) as u64;
             buf.clear();
         }
         ok
-    });
+    };
+    // The bare read: the lines, no parse. Every contender pays at least this.
+    let bare = time(|| each_line(&mut |_| true));
+    // The floor: every contender must at least scan the JSON.
+    let floor =
+        time(|| each_line(&mut |l| serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok()));
+    let value = time(|| each_line(&mut |l| serde_json::from_slice::<serde_json::Value>(l).is_ok()));
     let engine = |jobs: usize| {
         time(|| {
             let cfg = Config {
@@ -60,7 +98,7 @@ fn main() {
                 jobs,
                 ..Config::default()
             };
-            let f = File::open(&file).unwrap();
+            let f = File::open(file).unwrap();
             let mut sink = std::io::sink();
             // As the CLI reads a file.
             let stats = validate::run_file(f, "bench", &cfg, &mut sink).unwrap();
@@ -69,8 +107,80 @@ fn main() {
     };
     let one = engine(1);
     let two = engine(2);
+    // How many accepted lines the fast path answers (one session, as `--jobs 1`).
+    let (mut accepted, mut fast) = (0u64, 0u64);
+    let mut session = codex_wire::Session::new();
+    each_line(&mut |l| {
+        let l = l.strip_suffix(b"\n").unwrap_or(l);
+        let before = session.fast_hits();
+        let v = session.feed(l);
+        if v.error().is_none() && v.kind != codex_wire::Kind::Unparsed {
+            accepted += 1;
+            fast += session.fast_hits() - before;
+        }
+        true
+    });
 
-    // jsonschema is slow: it validates a prefix, its throughput is per line like the others.
+    let rate = |secs: f64, n: u64| n as f64 / secs;
+    let (b, f, v, o, t) = (
+        rate(bare.0, bare.1),
+        rate(floor.0, lines),
+        rate(value.0, lines),
+        rate(one.0, lines),
+        rate(two.0, lines),
+    );
+    let mbs = |r: f64| r * bytes as f64 / lines as f64 / 1e6;
+    println!("| contender | lines/s | MB/s | ratio |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| reading the lines only, 1 core | {b:.0} | {:.0} | {:.2} of floor |",
+        mbs(b),
+        b / f
+    );
+    println!(
+        "| serde_json parse into `IgnoredAny` (floor), 1 core | {f:.0} | {:.0} | 1.00 |",
+        mbs(f)
+    );
+    println!(
+        "| serde_json parse into `Value`, 1 core | {v:.0} | {:.0} | {:.2} of floor |",
+        mbs(v),
+        v / f
+    );
+    println!(
+        "| validate, 1 core | {o:.0} | {:.0} | {:.2} of floor |",
+        mbs(o),
+        o / f
+    );
+    println!(
+        "| validate, 2 cores | {t:.0} | {:.0} | {:.2} of floor, {:.2}x 1 core |",
+        mbs(t),
+        t / f,
+        t / o
+    );
+    if with_jsonschema {
+        let js = jsonschema_rate(file, lines);
+        println!(
+            "| jsonschema (ClientRequest.json), 1 core | {js:.0} | {:.0} | {:.3} of floor |",
+            mbs(js),
+            js / f
+        );
+        println!("\nvalidate 1 core is {:.1}x jsonschema", o / js);
+    }
+    println!(
+        "\nfindings: {} of {lines} lines; the fast path answered {:.1} % of the {accepted} accepted lines",
+        one.1,
+        100.0 * fast as f64 / accepted.max(1) as f64
+    );
+    println!(
+        "targets: 1 core >= 0.50 of floor: {}; 2 cores >= 1.8x 1 core: {}; fast path >= 98 % of accepted: {}",
+        ok(o / f >= 0.5),
+        ok(t / o >= 1.8),
+        ok(fast as f64 >= 0.98 * accepted as f64)
+    );
+}
+
+/// jsonschema validating the lines against `ClientRequest.json` (a tenth of them: it is slow).
+fn jsonschema_rate(file: &Path, lines: u64) -> f64 {
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(format!(
             "{}/schema/{}/json/ClientRequest.json",
@@ -81,11 +191,11 @@ fn main() {
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).expect("ClientRequest.json compiles");
-    let js_lines = (lines / 10).max(1);
-    let js = time(|| {
-        let r = BufReader::new(File::open(&file).unwrap());
+    let n = (lines / 10).max(1);
+    let (secs, _) = time(|| {
+        let r = BufReader::new(File::open(file).unwrap());
         let mut valid = 0u64;
-        for line in r.split(b'\n').take(js_lines as usize) {
+        for line in r.split(b'\n').take(n as usize) {
             let line = line.unwrap();
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
                 valid += validator.is_valid(&v) as u64;
@@ -93,66 +203,7 @@ fn main() {
         }
         valid
     });
-
-    let rate = |secs: f64, n: u64| n as f64 / secs;
-    let (b, p, o, t, j) = (
-        rate(bare.0, bare.1),
-        rate(plain.0, lines),
-        rate(one.0, lines),
-        rate(two.0, lines),
-        rate(js.0, js_lines),
-    );
-    let mbs = |r: f64| r * bytes as f64 / lines as f64 / 1e6;
-    println!("| contender | lines/s | MB/s | ratio |");
-    println!("|---|---:|---:|---:|");
-    println!(
-        "| reading the lines only, 1 core | {b:.0} | {:.0} | {:.2} of parse |",
-        mbs(b),
-        b / p
-    );
-    println!(
-        "| serde_json parse (floor), 1 core | {p:.0} | {:.0} | 1.00 |",
-        mbs(p)
-    );
-    println!(
-        "| validate, 1 core | {o:.0} | {:.0} | {:.2} of parse |",
-        mbs(o),
-        o / p
-    );
-    println!(
-        "| validate, 2 cores | {t:.0} | {:.0} | {:.2} of parse, {:.2}x 1 core |",
-        mbs(t),
-        t / p,
-        t / o
-    );
-    println!(
-        "| jsonschema (ClientRequest.json), 1 core | {j:.0} | {:.0} | {:.3} of parse |",
-        mbs(j),
-        j / p
-    );
-    println!(
-        "\nvalidate 1 core is {:.1}x jsonschema (reading the lines alone is {:.1}x it); findings: {} of {lines} lines",
-        o / j,
-        b / j,
-        one.1
-    );
-    println!(
-        "targets: 1 core >= 0.50 of parse: {}; 2 cores >= 1.8x 1 core: {}; >= 10x jsonschema: {}",
-        ok(o / p >= 0.5),
-        ok(t / o >= 1.8),
-        ok(o / j >= 10.0)
-    );
-
-    let bin = env!("CARGO_BIN_EXE_codex-wire");
-    let small = peak_rss(bin, &quarter);
-    let big = peak_rss(bin, &file);
-    println!(
-        "\npeak RSS of `codex-wire validate --format json` ({} cores): {:.1} MB on {} lines, {:.1} MB on {lines} lines",
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
-        small as f64 / 1024.0,
-        lines / 4,
-        big as f64 / 1024.0
-    );
+    n as f64 / secs
 }
 
 fn ok(b: bool) -> &'static str {

@@ -457,7 +457,6 @@ impl Session {
         let mut ignored = Vec::new();
         envelope.report(&JsonPath::root(), &mut ignored);
         if let Some(m) = method {
-            let params = params?;
             if result.is_some() || m == "initialize" || !self.initialized {
                 return None;
             }
@@ -472,8 +471,16 @@ impl Session {
                 return None;
             }
             if walked.is_none() {
-                let mut s = Scan::new(text);
-                s.reset(params);
+                // Absent params are null params to the server (it rebuilds `{id, method}`
+                // without them): the type decides the same way on a literal `null`.
+                let mut s = match params {
+                    Some(at) => {
+                        let mut s = Scan::new(text);
+                        s.reset(at);
+                        s
+                    }
+                    None => Scan::new(b"null"),
+                };
                 let mut p = JsonPath::root();
                 p.key("params");
                 (self.protocol.fast_params)(m, &mut s, &mut p, &mut out).ok()?;

@@ -359,3 +359,60 @@ fn hazards() {
         assert!(s.fast_hits() >= 5, "only {} fast answers", s.fast_hits());
     }
 }
+
+/// Traffic over every method (`traffic::generate_all_methods`): fast = exact on every line; the
+/// sample covers nearly every method and the share the fast path answers is printed.
+#[test]
+fn all_method_traffic_is_identical_fast_and_exact() {
+    let s = codex_wire::validate::traffic::samples();
+    let methods = codex_wire::newest().client_methods.len();
+    let covered: std::collections::HashSet<&str> = s
+        .valid
+        .iter()
+        .filter_map(|v| v["method"].as_str())
+        .collect();
+    println!(
+        "all-method samples: {} accepted lines over {} of {methods} methods; without: {:?}",
+        s.valid.len(),
+        covered.len(),
+        s.methods_without_sample
+    );
+    assert!(covered.len() * 10 >= methods * 9, "too few methods sampled");
+    let mut buf = Vec::new();
+    codex_wire::validate::traffic::generate_all_methods(20_000, 7, &mut buf).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut fast, mut exact) = (Session::new(), Session::exact());
+    let (mut accepted, mut accepted_fast) = (0u64, 0u64);
+    let mut slow: std::collections::BTreeMap<String, u64> = Default::default();
+    for l in &lines {
+        let before = fast.fast_hits();
+        let (a, b) = (fast.feed(l.as_bytes()), exact.feed(l.as_bytes()));
+        assert_eq!(a, b, "fast and exact paths disagree on {l}");
+        if a.error().is_none() && a.kind != codex_wire::Kind::Unparsed {
+            accepted += 1;
+            let hit = fast.fast_hits() - before;
+            accepted_fast += hit;
+            if hit == 0 {
+                let what = a
+                    .method
+                    .clone()
+                    .or(a.reply_to.clone())
+                    .unwrap_or_else(|| "response".into());
+                *slow.entry(what).or_default() += 1;
+            }
+        }
+    }
+    let mut slow: Vec<(u64, String)> = slow.into_iter().map(|(k, v)| (v, k)).collect();
+    slow.sort_unstable_by(|a, b| b.cmp(a));
+    println!(
+        "accepted lines the exact path took, by method: {:?}",
+        &slow[..slow.len().min(15)]
+    );
+    println!(
+        "all-method traffic: {} lines, {:.0} bytes a line; the fast path answered {:.1} % of the accepted lines",
+        lines.len(),
+        text.len() as f64 / lines.len() as f64,
+        100.0 * accepted_fast as f64 / accepted.max(1) as f64
+    );
+}

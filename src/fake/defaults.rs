@@ -167,7 +167,27 @@ pub fn minimal_of(p: &'static Protocol, def_name: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A rich valid-shaped value of a schema node: every optional field filled (to a depth), the
+/// non-null branch of nullable fields, one element per array, the `pick`-th variant of unions.
+/// Traffic generators use it for the shapes real clients send; the engine says what is valid.
+pub fn full_of(p: &'static Protocol, def_name: &str, pick: u64) -> Value {
+    let s = schema(p);
+    s.defs
+        .get(def_name)
+        .map(|d| fill(s, d, 0, false, Some(pick)))
+        .unwrap_or(Value::Null)
+}
+
 fn minimal(s: &Schema, node: &Value, depth: usize, path_like: bool) -> Value {
+    fill(s, node, depth, path_like, None)
+}
+
+/// How deep [`full_of`] fills optional fields (recursive types would never end).
+const FULL_DEPTH: usize = 8;
+
+/// [`minimal`] (`pick` None), or [`full_of`]'s fill.
+fn fill(s: &Schema, node: &Value, depth: usize, path_like: bool, pick: Option<u64>) -> Value {
+    let pick = pick.filter(|_| depth < FULL_DEPTH);
     // The schema is finite but recursive types exist; required fields never loop in practice,
     // the bound keeps a broken bundle from recursing forever.
     if depth > 40 {
@@ -182,23 +202,26 @@ fn minimal(s: &Schema, node: &Value, depth: usize, path_like: bool) -> Value {
         return s
             .defs
             .get(name)
-            .map(|d| minimal(s, d, depth + 1, path_like))
+            .map(|d| fill(s, d, depth + 1, path_like, pick))
             .unwrap_or(Value::Null);
     }
     if let Some(c) = obj.get("const") {
         return c.clone();
     }
     if let Some(Value::Array(vs)) = obj.get("enum") {
-        return vs.first().cloned().unwrap_or(Value::Null);
+        let i = pick.map_or(0, |p| p as usize % vs.len().max(1));
+        return vs.get(i).cloned().unwrap_or(Value::Null);
     }
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(vs)) = obj.get(key) {
-            if vs.iter().any(|v| v["type"] == "null") {
-                return Value::Null;
-            }
-            return vs
-                .first()
-                .map(|v| minimal(s, v, depth + 1, path_like))
+            let non_null: Vec<&Value> = vs.iter().filter(|v| v["type"] != "null").collect();
+            let chosen = match pick {
+                None if non_null.len() < vs.len() => return Value::Null,
+                None => vs.first(),
+                Some(p) => non_null.get(p as usize % non_null.len().max(1)).copied(),
+            };
+            return chosen
+                .map(|v| fill(s, v, depth + 1, path_like, pick))
                 .unwrap_or(Value::Null);
         }
     }
@@ -208,27 +231,42 @@ fn minimal(s: &Schema, node: &Value, depth: usize, path_like: bool) -> Value {
         _ if obj.contains_key("properties") => vec!["object"],
         _ => vec![],
     };
-    if types.contains(&"null") {
+    if types.contains(&"null") && pick.is_none() {
         return Value::Null;
     }
-    match types.first().copied() {
-        Some("string") if path_like => json!("/"),
+    let full = pick.is_some();
+    match types.iter().copied().find(|t| *t != "null") {
+        Some("string") if path_like => json!(if full { "/tmp/project/src" } else { "/" }),
+        // Prompt-sized text, as a client's strings mostly are.
+        Some("string") if full => json!(
+            "Refactor the parser so that the tests pass, then explain why the async error \
+             handling in src/lib.rs had to change, and review the diff carefully before commit."
+        ),
         Some("string") => json!(""),
-        Some("integer") | Some("number") => json!(0),
-        Some("boolean") => json!(false),
+        Some("integer") | Some("number") => json!(if full { 1 } else { 0 }),
+        Some("boolean") => json!(full),
+        Some("array") if full => match obj.get("items") {
+            Some(items) => json!([fill(s, items, depth + 1, path_like, pick)]),
+            None => json!([]),
+        },
         Some("array") => json!([]),
         Some("object") => {
             let mut out = Map::new();
             let props = obj.get("properties").and_then(Value::as_object);
-            for name in obj
+            let required: Vec<&str> = obj
                 .get("required")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-            {
+                .collect();
+            let names: Vec<&str> = match (full, props) {
+                (true, Some(p)) => p.keys().map(String::as_str).collect(),
+                _ => required,
+            };
+            for name in names {
                 let sub = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
-                out.insert(name.to_string(), minimal(s, sub, depth + 1, path_like));
+                out.insert(name.to_string(), fill(s, sub, depth + 1, path_like, pick));
             }
             Value::Object(out)
         }

@@ -168,3 +168,149 @@ fn prompt(rng: &mut Rng, text: &mut String, words: usize) {
         text.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
     }
 }
+
+/// The kinds of line in the all-method mix.
+pub struct Samples {
+    /// Accepted requests, every method with a sample (several shapes each).
+    pub valid: Vec<serde_json::Value>,
+    /// Client results for every server request method.
+    pub responses: Vec<serde_json::Value>,
+    /// Client request methods with no accepted sample (their params need live state).
+    pub methods_without_sample: Vec<String>,
+}
+
+/// Samples of what a busy client sends, built from the newest schema: for every client method,
+/// params with every optional field filled (several union variants) and the minimal params,
+/// kept when the engine accepts them; for every server request, a full and a minimal result.
+pub fn samples() -> Samples {
+    use crate::fake::defaults::{full_of, minimal_of};
+    use serde_json::{json, Value};
+    let p = crate::newest();
+    let bundle: Value = serde_json::from_str(p.bundle).unwrap_or(Value::Null);
+    let defs = &bundle["definitions"];
+    let params_of = |method: &str, root: &str| -> Option<String> {
+        let members = defs[root]["oneOf"].as_array()?;
+        members.iter().find_map(|m| {
+            (m["properties"]["method"]["enum"][0] == method).then(|| {
+                m["properties"]["params"]["$ref"]
+                    .as_str()
+                    .map(|r| r.rsplit('/').next().unwrap_or(r).to_string())
+            })?
+        })
+    };
+    let init = br#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"bench","version":"1"},"capabilities":{"experimentalApi":true}}}"#;
+    let mut valid = Vec::new();
+    let mut without = Vec::new();
+    for &m in p.client_methods {
+        if m == "initialize" {
+            continue;
+        }
+        let Some(ty) = params_of(m, "ClientRequest") else {
+            // A params-less method.
+            valid.push(json!({"id": 1, "method": m}));
+            continue;
+        };
+        let mut shapes: Vec<Value> = (0..4).map(|pick| full_of(p, &ty, pick)).collect();
+        shapes.push(minimal_of(p, &ty));
+        let before = valid.len();
+        for params in shapes {
+            let line = json!({"id": 1, "method": m, "params": params});
+            let mut s = crate::Session::with_protocol(p);
+            s.feed(init);
+            let accepted = s.feed(line.to_string().as_bytes()).outcome == crate::Outcome::Accepted;
+            if accepted && !valid[before..].contains(&line) {
+                valid.push(line);
+            }
+        }
+        if valid.len() == before {
+            without.push(m.to_string());
+        }
+    }
+    let mut responses = Vec::new();
+    for &m in p.server_request_methods {
+        let Some(ty) = params_of(m, "ServerRequest") else {
+            continue;
+        };
+        let stem = ty.strip_suffix("Params").unwrap_or(&ty);
+        let resp = format!("{stem}Response");
+        for result in [full_of(p, &resp, 0), minimal_of(p, &resp)] {
+            responses.push(json!({"id": "s", "result": result}));
+        }
+    }
+    Samples {
+        valid,
+        responses,
+        methods_without_sample: without,
+    }
+}
+
+/// Writes `lines` lines of traffic that spans every method the way a busy client's capture does:
+/// one `initialize`, then accepted requests of every method in their real shapes (~80 %),
+/// client results for server requests (~10 %), ~5 % invalid (a params field poisoned with a
+/// value no type takes) and ~5 % with an unknown field.
+pub fn generate_all_methods(lines: u64, seed: u64, out: &mut impl Write) -> io::Result<()> {
+    all_methods(lines, seed, false, out)
+}
+
+/// The all-method mix with every line after `initialize` made invalid (a poisoned field): the
+/// error path's throughput.
+pub fn generate_all_invalid(lines: u64, seed: u64, out: &mut impl Write) -> io::Result<()> {
+    all_methods(lines, seed, true, out)
+}
+
+fn all_methods(lines: u64, seed: u64, invalid_only: bool, out: &mut impl Write) -> io::Result<()> {
+    use serde_json::{json, Value};
+    let s = samples();
+    let mut rng = Rng(seed | 1);
+    writeln!(
+        out,
+        r#"{{"id":0,"method":"initialize","params":{{"clientInfo":{{"name":"bench","version":"1"}},"capabilities":{{"experimentalApi":true}}}}}}"#
+    )?;
+    for id in 1..lines {
+        let roll = if invalid_only {
+            10 + rng.below(5)
+        } else {
+            rng.below(100)
+        };
+        let mut msg = if roll < 10 && !s.responses.is_empty() {
+            s.responses[rng.below(s.responses.len() as u64) as usize].clone()
+        } else {
+            s.valid[rng.below(s.valid.len() as u64) as usize].clone()
+        };
+        msg["id"] = if roll < 10 {
+            json!(format!("srv-{id}"))
+        } else {
+            json!(id)
+        };
+        let params = if msg.get("params").is_some() {
+            Some("params")
+        } else if msg.get("result").is_some() {
+            Some("result")
+        } else {
+            None
+        };
+        match (roll, params) {
+            // Invalid: the first field poisoned (no string, number, bool, struct, map or enum
+            // takes it); a free-form field may still accept it.
+            (10..=14, Some(key)) => {
+                if let Some(Value::Object(o)) = msg.get_mut(key) {
+                    if let Some((_, v)) = o.iter_mut().next() {
+                        *v = json!([[["poison"]]]);
+                    } else {
+                        msg[key] = json!("not an object");
+                    }
+                }
+            }
+            // An unknown field, at the top of params or the result.
+            (15..=19, Some(key)) => {
+                if let Some(Value::Object(o)) = msg.get_mut(key) {
+                    o.insert("clientTraceId".into(), json!(format!("trace-{id}")));
+                }
+            }
+            _ => {}
+        }
+        serde_json::to_writer(&mut *out, &msg)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
