@@ -1,6 +1,9 @@
 //! Benchmark of `codex-wire fake` (reported, not asserted):
 //! - round trip per request on the error path over stdio, fake vs the real `codex app-server`
 //!   (`target/codex-cache/<newest>`, when installed);
+//! - sustained error replies a second, fake (transcript on) vs real, with a paced client that
+//!   keeps at most 64 requests in flight (the real server sheds load with `-32001 Server
+//!   overloaded` past 128 queued), and a flood (no pacing) with the overload replies counted;
 //! - turn throughput: messages per second the fake streams for a long scripted turn.
 //!
 //! `cargo run --release --example fake_bench` (builds the binary first: `cargo build --release`).
@@ -31,9 +34,15 @@ fn spawn(
     (child, stdin, stdout)
 }
 
-/// Median round trip of an invalid request (an error reply), in microseconds.
-fn error_path(cmd: &mut Command, n: usize) -> f64 {
-    let (mut child, mut stdin, mut stdout) = spawn(cmd);
+/// A server past its `initialize` reply.
+fn initialized(
+    cmd: &mut Command,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    BufReader<std::process::ChildStdout>,
+) {
+    let (child, mut stdin, mut stdout) = spawn(cmd);
     writeln!(stdin, "{INIT}").unwrap();
     let mut line = String::new();
     loop {
@@ -43,6 +52,13 @@ fn error_path(cmd: &mut Command, n: usize) -> f64 {
             break;
         }
     }
+    (child, stdin, stdout)
+}
+
+/// Median round trip of an invalid request (an error reply), in microseconds.
+fn error_path(cmd: &mut Command, n: usize) -> f64 {
+    let (mut child, mut stdin, mut stdout) = initialized(cmd);
+    let mut line = String::new();
     let mut times = Vec::with_capacity(n);
     for i in 1..=n {
         let t = Instant::now();
@@ -61,6 +77,46 @@ fn error_path(cmd: &mut Command, n: usize) -> f64 {
     let _ = child.wait();
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     times[n / 2]
+}
+
+/// Error replies a second over `n` invalid requests with at most `window` in flight (a window
+/// of 0: no pacing, all written at once), and how many were overload replies.
+fn sustained(cmd: &mut Command, n: usize, window: usize) -> (f64, usize) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (mut child, stdin, mut stdout) = initialized(cmd);
+    let answered = Arc::new(AtomicUsize::new(0));
+    let seen = answered.clone();
+    let reader = std::thread::spawn(move || {
+        let (mut overloads, mut line) = (0, String::new());
+        while seen.load(Ordering::SeqCst) < n {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            if line.starts_with("{\"error\"") {
+                overloads += line.contains("-32001") as usize;
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        overloads
+    });
+    let t = Instant::now();
+    let mut w = std::io::BufWriter::new(stdin);
+    for i in 1..=n {
+        while window > 0 && i > answered.load(Ordering::SeqCst) + window {
+            w.flush().unwrap();
+            std::hint::spin_loop();
+        }
+        writeln!(w, r#"{{"id":{i},"method":"turn/start","params":{{}}}}"#).unwrap();
+    }
+    w.flush().unwrap();
+    let overloads = reader.join().unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    drop(w);
+    let _ = child.kill();
+    let _ = child.wait();
+    (n as f64 / secs, overloads)
 }
 
 fn main() {
@@ -102,6 +158,46 @@ fn main() {
             println!("error path round trip (median of {n}), real codex {version}: {t:.1} µs");
         }
         Err(e) => println!("{e}: skipped the comparison"),
+    }
+
+    // Sustained error replies: the same client against both, side by side.
+    let m = 20_000;
+    let fake_cmd = || {
+        let mut c = Command::new(&bin);
+        c.args(["fake", "--state-dir"])
+            .arg(tmp.join("sustained"))
+            .arg("app-server");
+        c
+    };
+    let (fake_paced, _) = sustained(&mut fake_cmd(), m, 64);
+    let (fake_flood, fake_over) = sustained(&mut fake_cmd(), m, 0);
+    println!(
+        "sustained error replies, fake (transcript on): {fake_paced:.0}/s paced (64 in flight), {fake_flood:.0}/s flooded ({fake_over} overload replies of {m})"
+    );
+    if let Ok(real) = codex_wire::harness::real_codex(root) {
+        let home = tmp.join("home-sustained");
+        std::fs::create_dir_all(&home).unwrap();
+        let real_cmd = || {
+            let mut c = Command::new(&real);
+            c.arg("app-server")
+                .env("CODEX_HOME", &home)
+                .current_dir(&tmp);
+            c
+        };
+        let (real_paced, _) = sustained(&mut real_cmd(), m, 64);
+        let (real_flood, real_over) = sustained(&mut real_cmd(), m, 0);
+        println!(
+            "sustained error replies, real codex {version}: {real_paced:.0}/s paced (64 in flight), {real_flood:.0}/s flooded ({real_over} overload replies of {m})"
+        );
+        println!(
+            "fake / real, paced: {:.1}x (target >= 10x: {})",
+            fake_paced / real_paced,
+            if fake_paced >= 10.0 * real_paced {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
     }
 
     // Throughput: one turn of 20,000 deltas.

@@ -579,6 +579,22 @@ fn concurrent_processes_share_store_and_transcript_cleanly() {
     transcript(&dir); // every line parses: no interleaving
 }
 
+/// Runs `cmd` with `input` on its stdin (then closed); its stdout.
+fn stdio_run(cmd: &mut Command, input: &str) -> String {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+}
+
 #[test]
 fn version_and_argv0_codex() {
     let out = Command::new(BIN)
@@ -598,21 +614,13 @@ fn version_and_argv0_codex() {
         String::from_utf8_lossy(&out.stdout).trim(),
         format!("codex-cli {newest}")
     );
-    let mut child = Command::new(&link)
-        .args(["app-server"])
-        .env("CODEX_WIRE_FAKE_STATE_DIR", &dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientInfo\":{\"name\":\"n\",\"version\":\"1\"}}}\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("\"userAgent\":\"n/{newest}")));
+    let out = stdio_run(
+        Command::new(&link)
+            .args(["app-server"])
+            .env("CODEX_WIRE_FAKE_STATE_DIR", &dir),
+        "{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientInfo\":{\"name\":\"n\",\"version\":\"1\"}}}\n",
+    );
+    assert!(out.contains(&format!("\"userAgent\":\"n/{newest}")));
     assert!(dir.join("transcript.jsonl").exists());
 }
 
@@ -645,21 +653,13 @@ fn answers_as_any_supported_version() {
             format!(r#"{{"id":2,"method":"{only_newest}","params":{{}}}}"#),
         ];
         let dir = state_dir(&format!("as-{v}"));
-        let mut child = Command::new(BIN)
-            .args(["fake", "app-server"])
-            .env("CODEX_WIRE_FAKE_STATE_DIR", &dir)
-            .env("CODEX_WIRE_CODEX_VERSION", v)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all((lines.join("\n") + "\n").as_bytes())
-            .unwrap();
-        let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+        let out = stdio_run(
+            Command::new(BIN)
+                .args(["fake", "app-server"])
+                .env("CODEX_WIRE_FAKE_STATE_DIR", &dir)
+                .env("CODEX_WIRE_CODEX_VERSION", v),
+            &(lines.join("\n") + "\n"),
+        );
         assert!(
             out.contains(&format!("\"userAgent\":\"n/{v} (")),
             "{v}: {out}"

@@ -14,6 +14,31 @@ fn codex() -> PathBuf {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `codex-wire proxy --transcript T -- CODEX app-server` in a fresh work dir `name` (its own
+/// `CODEX_HOME` and cwd), stdio piped; with the transcript's path.
+fn proxied(codex: &std::path::Path, name: &str) -> (std::process::Child, PathBuf) {
+    let work = tmp(name);
+    let (home, cwd) = (work.join("home"), work.join("cwd"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let transcript = work.join("transcript.jsonl");
+    let child = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
+        .arg("proxy")
+        .arg("--transcript")
+        .arg(&transcript)
+        .arg("--")
+        .arg(codex)
+        .arg("app-server")
+        .env("CODEX_HOME", &home)
+        .current_dir(&cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, transcript)
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "codex-wire-proxy-real-{}-{name}",
@@ -35,25 +60,7 @@ fn headers(text: &str, location: impl Fn(&str) -> Option<usize>) -> Vec<String> 
 #[test]
 fn proxy_in_front_of_the_real_server() {
     let codex = codex();
-    let work = tmp("work");
-    let (home, cwd) = (work.join("home"), work.join("cwd"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&cwd).unwrap();
-    let transcript = work.join("transcript.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
-        .arg("proxy")
-        .arg("--transcript")
-        .arg(&transcript)
-        .arg("--")
-        .arg(&codex)
-        .arg("app-server")
-        .env("CODEX_HOME", &home)
-        .current_dir(&cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, transcript) = proxied(&codex, "work");
     let mut w = child.stdin.take().unwrap();
     let (tx, rx) = mpsc::channel::<String>();
     let stdout = child.stdout.take().unwrap();
@@ -162,7 +169,9 @@ fn proxy_in_front_of_the_real_server() {
         !proxy_findings.iter().any(|f| f.contains("drift")),
         "{proxy_findings:#?}"
     );
-    let _ = std::fs::remove_dir_all(work);
+    if let Some(work) = transcript.parent() {
+        let _ = std::fs::remove_dir_all(work);
+    }
 }
 
 /// Without `--codex-version` the proxy judges a server as the version its `--version` names: in
@@ -182,25 +191,7 @@ fn proxy_judges_each_binary_as_its_own_version() {
         };
         let codex =
             codex_wire::harness::real_codex_of(root, p.version).unwrap_or_else(|e| panic!("{e}"));
-        let work = tmp(&format!("as-{}", p.version));
-        let (home, cwd) = (work.join("home"), work.join("cwd"));
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&cwd).unwrap();
-        let transcript = work.join("transcript.jsonl");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
-            .arg("proxy")
-            .arg("--transcript")
-            .arg(&transcript)
-            .arg("--")
-            .arg(&codex)
-            .arg("app-server")
-            .env("CODEX_HOME", &home)
-            .current_dir(&cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let (mut child, transcript) = proxied(&codex, &format!("as-{}", p.version));
         let input = format!(
             "{}\n{}\n",
             r#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"v","version":"1"}}}"#,
