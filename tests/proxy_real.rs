@@ -220,5 +220,8 @@ fn proxy_judges_each_binary_as_its_own_version() {
             .map(|e| e["violation"].clone())
             .expect("the request in the transcript");
         assert_eq!(predicted, real, "{}: the proxy's prediction", p.version);
+        if let Some(work) = transcript.parent() {
+            let _ = std::fs::remove_dir_all(work);
+        }
     }
 }
