@@ -9,7 +9,7 @@
 //!   becomes `<time>`; `null` stays `null`, because null against a number is a difference;
 //! - process ids (`processId`, `pid`) → `<pid>`;
 //! - the temp root a run lives in (`codexHome`, thread `cwd` and `path`) → `<root>`, and rollout
-//!   file names' date stamps.
+//!   paths' dates (`sessions/<date>/rollout-<stamp>-…`).
 //!
 //! Order is compared as sent, except where the real server itself races (see [`FLOATING`]).
 
@@ -201,18 +201,31 @@ fn find_uuid(s: &str) -> Option<usize> {
         .find(|&i| s.is_char_boundary(i) && s.get(i..i + 36).is_some_and(is_uuid))
 }
 
-/// `rollout-2026-11-30T20-31-07-` → `rollout-<stamp>-`.
+/// `sessions/2026/11/30/rollout-2026-11-30T20-31-07-` → `sessions/<date>/rollout-<stamp>-`: the
+/// day a rollout was written is the day of the run (a recording is replayed on later days).
 fn mask_rollout_stamp(s: &str) -> String {
     let Some(i) = s.find("rollout-") else {
         return s.to_string();
     };
     let start = i + "rollout-".len();
     let stamp_len = "2026-11-30T20-31-07".len();
-    match s.get(start..start + stamp_len) {
+    let stamped = match s.get(start..start + stamp_len) {
         Some(st) if st.as_bytes()[4] == b'-' && st.as_bytes()[10] == b'T' => {
             format!("{}<stamp>{}", &s[..start], &s[start + stamp_len..])
         }
-        _ => s.to_string(),
+        _ => return s.to_string(),
+    };
+    // `YYYY/MM/DD/` just before `rollout-`.
+    let day_len = "2026/11/30/".len();
+    let is_day = i >= day_len
+        && s[i - day_len..i].bytes().enumerate().all(|(k, b)| match k {
+            4 | 7 | 10 => b == b'/',
+            _ => b.is_ascii_digit(),
+        });
+    if is_day {
+        format!("{}<date>/{}", &stamped[..i - day_len], &stamped[i..])
+    } else {
+        stamped
     }
 }
 
@@ -425,6 +438,20 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A recording replayed on another day: the rollout's day directory and stamp are masked.
+    #[test]
+    fn rollout_paths_mask_their_day() {
+        let a = mask_rollout_stamp("/r/sessions/2026/11/30/rollout-2026-11-30T20-31-07-x.jsonl");
+        let b = mask_rollout_stamp("/r/sessions/2026/12/01/rollout-2026-12-01T00-02-09-x.jsonl");
+        assert_eq!(a, "/r/sessions/<date>/rollout-<stamp>-x.jsonl");
+        assert_eq!(a, b);
+        // Not a day directory: only the stamp.
+        assert_eq!(
+            mask_rollout_stamp("/r/x/rollout-2026-11-30T20-31-07-y"),
+            "/r/x/rollout-<stamp>-y"
+        );
+    }
 
     fn t(lines: &[&str]) -> String {
         lines
