@@ -80,43 +80,66 @@ fn error_path(cmd: &mut Command, n: usize) -> f64 {
 }
 
 /// Error replies a second over `n` invalid requests with at most `window` in flight (a window
-/// of 0: no pacing, all written at once), and how many were overload replies.
-fn sustained(cmd: &mut Command, n: usize, window: usize) -> (f64, usize) {
+/// of 0: no pacing, all written at once), how many replies came, and how many of them were
+/// overload replies. A server that goes quiet for 5 s is not waited for (the real one, flooded,
+/// stops answering).
+fn sustained(cmd: &mut Command, n: usize, window: usize) -> (f64, usize, usize) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let (mut child, stdin, mut stdout) = initialized(cmd);
     let answered = Arc::new(AtomicUsize::new(0));
-    let seen = answered.clone();
+    let overloads = Arc::new(AtomicUsize::new(0));
+    let (seen, over) = (answered.clone(), overloads.clone());
     let reader = std::thread::spawn(move || {
-        let (mut overloads, mut line) = (0, String::new());
+        let mut line = String::new();
         while seen.load(Ordering::SeqCst) < n {
             line.clear();
             if stdout.read_line(&mut line).unwrap_or(0) == 0 {
                 break;
             }
             if line.starts_with("{\"error\"") {
-                overloads += line.contains("-32001") as usize;
+                over.fetch_add(line.contains("-32001") as usize, Ordering::SeqCst);
                 seen.fetch_add(1, Ordering::SeqCst);
             }
         }
-        overloads
     });
     let t = Instant::now();
+    let quiet = std::time::Duration::from_secs(5);
     let mut w = std::io::BufWriter::new(stdin);
-    for i in 1..=n {
+    let mut last = (0, Instant::now());
+    let mut stalled = || {
+        let now = answered.load(Ordering::SeqCst);
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        last.1.elapsed() > quiet
+    };
+    'send: for i in 1..=n {
         while window > 0 && i > answered.load(Ordering::SeqCst) + window {
             w.flush().unwrap();
+            if stalled() {
+                break 'send;
+            }
             std::hint::spin_loop();
         }
         writeln!(w, r#"{{"id":{i},"method":"turn/start","params":{{}}}}"#).unwrap();
     }
-    w.flush().unwrap();
-    let overloads = reader.join().unwrap();
-    let secs = t.elapsed().as_secs_f64();
+    let _ = w.flush();
+    while answered.load(Ordering::SeqCst) < n && !stalled() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let got = answered.load(Ordering::SeqCst);
+    // The time to the last reply (a stall's quiet tail is not counted).
+    let secs = if got < n {
+        t.elapsed().as_secs_f64() - quiet.as_secs_f64()
+    } else {
+        t.elapsed().as_secs_f64()
+    };
     drop(w);
     let _ = child.kill();
     let _ = child.wait();
-    (n as f64 / secs, overloads)
+    let _ = reader.join();
+    (got as f64 / secs, got, overloads.load(Ordering::SeqCst))
 }
 
 fn main() {
@@ -169,10 +192,10 @@ fn main() {
             .arg("app-server");
         c
     };
-    let (fake_paced, _) = sustained(&mut fake_cmd(), m, 64);
-    let (fake_flood, fake_over) = sustained(&mut fake_cmd(), m, 0);
+    let (fake_paced, fake_paced_n, _) = sustained(&mut fake_cmd(), m, 64);
+    let (fake_flood, fake_flood_n, fake_over) = sustained(&mut fake_cmd(), m, 0);
     println!(
-        "sustained error replies, fake (transcript on): {fake_paced:.0}/s paced (64 in flight), {fake_flood:.0}/s flooded ({fake_over} overload replies of {m})"
+        "sustained error replies, fake (transcript on): {fake_paced:.0}/s paced (64 in flight, {fake_paced_n} of {m} answered), {fake_flood:.0}/s flooded ({fake_flood_n} of {m} answered, {fake_over} overload replies)"
     );
     if let Ok(real) = codex_wire::harness::real_codex(root) {
         let home = tmp.join("home-sustained");
@@ -184,10 +207,10 @@ fn main() {
                 .current_dir(&tmp);
             c
         };
-        let (real_paced, _) = sustained(&mut real_cmd(), m, 64);
-        let (real_flood, real_over) = sustained(&mut real_cmd(), m, 0);
+        let (real_paced, real_paced_n, _) = sustained(&mut real_cmd(), m, 64);
+        let (real_flood, real_flood_n, real_over) = sustained(&mut real_cmd(), m, 0);
         println!(
-            "sustained error replies, real codex {version}: {real_paced:.0}/s paced (64 in flight), {real_flood:.0}/s flooded ({real_over} overload replies of {m})"
+            "sustained error replies, real codex {version}: {real_paced:.0}/s paced (64 in flight, {real_paced_n} of {m} answered), {real_flood:.0}/s flooded ({real_flood_n} of {m} answered, {real_over} overload replies)"
         );
         println!(
             "fake / real, paced: {:.1}x (target >= 10x: {})",

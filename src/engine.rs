@@ -189,6 +189,8 @@ pub struct Session {
     fast_hits: u64,
     /// The codex version this session speaks.
     protocol: &'static Protocol,
+    /// The fast path's walk, reused line after line (no allocation per line).
+    path: JsonPath,
 }
 
 impl Default for Session {
@@ -213,6 +215,7 @@ impl Session {
             exact_only: false,
             fast_hits: 0,
             protocol,
+            path: JsonPath::root(),
         }
     }
 
@@ -417,8 +420,8 @@ impl Session {
                     }
                     id = Some(s.text(start, s.mark()).ok()?);
                 }
-                "method" if method.is_none() => match s.raw_str().ok()? {
-                    (m, false) => method = Some(crate::fast::text_of(m).ok()?),
+                "method" if method.is_none() => match s.raw_text().ok()? {
+                    (m, false) => method = Some(m),
                     _ => return None,
                 },
                 "params" if params.is_none() => {
@@ -427,9 +430,10 @@ impl Session {
                     // Usually the method came first: check the params now, in the same scan.
                     match method {
                         Some(m) => {
-                            let mut p = JsonPath::root();
+                            let p = &mut self.path;
+                            p.reset();
                             p.key("params");
-                            (self.protocol.fast_params)(m, &mut s, &mut p, &mut out).ok()?;
+                            (self.protocol.fast_params)(m, &mut s, p, &mut out).ok()?;
                             walked = Some(());
                         }
                         None => s.skip().ok()?,
@@ -455,7 +459,9 @@ impl Session {
             Value::Number(id_text.parse::<i64>().ok()?.into())
         };
         let mut ignored = Vec::new();
-        envelope.report(&JsonPath::root(), &mut ignored);
+        if !envelope.is_empty() {
+            envelope.report(&JsonPath::root(), &mut ignored);
+        }
         if let Some(m) = method {
             if result.is_some() || m == "initialize" || !self.initialized {
                 return None;
@@ -481,9 +487,10 @@ impl Session {
                     }
                     None => Scan::new(b"null"),
                 };
-                let mut p = JsonPath::root();
+                let p = &mut self.path;
+                p.reset();
                 p.key("params");
-                (self.protocol.fast_params)(m, &mut s, &mut p, &mut out).ok()?;
+                (self.protocol.fast_params)(m, &mut s, p, &mut out).ok()?;
             }
             ignored.append(&mut out);
             self.await_result(IdKey::of_text(id_text), m);
@@ -502,9 +509,10 @@ impl Session {
         if let Some(m) = self.pending.get(&key) {
             let mut s = Scan::new(text);
             s.reset(result);
-            let mut p = JsonPath::root();
+            let p = &mut self.path;
+            p.reset();
             p.key("result");
-            (self.protocol.fast_response)(m, &mut s, &mut p, &mut ignored).ok()?;
+            (self.protocol.fast_response)(m, &mut s, p, &mut ignored).ok()?;
             v.reply_to = self.pending.remove(&key);
         }
         v.id = Some(id_value);

@@ -29,6 +29,14 @@ impl JsonPath {
         }
     }
 
+    /// Back to a client walk's root, keeping the buffers (one path serves every line).
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.buf.push('$');
+        self.marks.clear();
+        self.missing = None;
+    }
+
     /// The root of a walk over a message the server wrote (collects absent always-sent keys).
     pub fn server() -> Self {
         JsonPath {
