@@ -1,7 +1,7 @@
 //! Schema bundle + facts → a small type model with the serde shape of the real server's types.
 //!
 //! Every schema node is addressed by its JSON pointer into the bundle (`#/definitions/v2/X/...`);
-//! facts in `schema/facts/` attach to those pointers.
+//! facts in `schema/<V>/facts/` attach to those pointers.
 
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -21,7 +21,7 @@ pub enum Ty {
     Map(Box<Ty>),
     Opt(Box<Ty>),
     Named(usize),
-    /// A type implemented by hand in `src/custom.rs` (custom deserializers of the real server).
+    /// A type implemented by hand in `protocol/src/custom.rs` (custom deserializers of the real server).
     Custom(String),
     Tuple(Vec<Ty>),
 }

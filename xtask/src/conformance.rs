@@ -1,4 +1,4 @@
-//! Differential conformance: record the real server's answers into `tests/corpus/conformance.jsonl`,
+//! Differential conformance: record the real server's answers into `tests/corpus/<V>/conformance.jsonl`,
 //! replay them against the live server (a determinism check), and compare an engine's
 //! predictions against the corpus.
 

@@ -5,7 +5,7 @@
 //! - every other key must be rejected, unless the engine also accepts the poisoned request
 //!   (a free-form JSON field) (`oracle_declared`).
 //!
-//! `cargo xtask oracle --record` writes `tests/corpus/oracle.jsonl` (checked offline by
+//! `cargo xtask oracle --record` writes `tests/corpus/<V>/oracle.jsonl` (checked offline by
 //! `tests/oracle.rs`); `cargo xtask oracle` runs it live and compares with the engine.
 
 use crate::conformance::{self, engine_predict, Recorded};

@@ -13,7 +13,7 @@
 //!   members of the field's top-level union: `T | null | null` is 2);
 //! * `unions`: every union in source order, as ordered member descriptors.
 //!
-//! The result is written as `schema/facts/ts.json` by `cargo xtask schema`.
+//! The result is written as `schema/<V>/facts/ts.json` by `cargo xtask schema`.
 
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
