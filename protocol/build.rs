@@ -14,15 +14,10 @@
 mod emit;
 #[path = "build/model.rs"]
 mod model;
+#[path = "src/version.rs"]
+mod version;
 
 use std::path::Path;
-
-/// `major.minor.patch` as numbers.
-fn version_key(v: &str) -> Option<(u32, u32, u32)> {
-    let mut it = v.split('.').map(|p| p.parse::<u32>().ok());
-    let t = (it.next()??, it.next()??, it.next()??);
-    it.next().is_none().then_some(t)
-}
 
 fn main() {
     // The schema lives at the workspace root, next to this crate.
@@ -30,14 +25,8 @@ fn main() {
     let schema = root.parent().unwrap_or(root).join("schema");
     println!("cargo:rerun-if-changed={}", schema.display());
     println!("cargo:rerun-if-changed=build");
-    let mut versions: Vec<String> = std::fs::read_dir(&schema)
-        .unwrap_or_else(|e| panic!("{}: {e}", schema.display()))
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|v| version_key(v).is_some())
-        .collect();
-    versions.sort_by_key(|v| version_key(v));
+    let versions =
+        version::version_dirs(&schema).unwrap_or_else(|e| panic!("{}: {e}", schema.display()));
     assert!(
         !versions.is_empty(),
         "no schema/<version>/ in {}",

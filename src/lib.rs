@@ -16,7 +16,8 @@ pub mod validate;
 
 /// The generated protocol of every supported codex version (crate `codex-wire-protocol`).
 pub use codex_wire_protocol::{
-    by_version, custom, fast, newest, track, versions, Envelope, Protocol,
+    by_version, custom, fast, newest, track, version_dirs, version_key, versions, Envelope,
+    Protocol,
 };
 pub use engine::{ErrorReply, Kind, Outcome, Session, Verdict};
 

@@ -268,20 +268,15 @@ fn responses_to_server_requests() {
 }
 
 fn responses_agree(p: &'static Protocol) {
-    let bundle: Value = serde_json::from_str(p.bundle).unwrap();
-    let members = bundle["definitions"]["ServerRequest"]["oneOf"]
-        .as_array()
-        .unwrap();
     let mut checked = 0;
     let mut hits = 0;
-    for m in members {
-        let method = m["properties"]["method"]["enum"][0].as_str().unwrap();
-        let params = m["properties"]["params"]["$ref"]
-            .as_str()
-            .unwrap_or_default();
-        let stem = params.rsplit('/').next().unwrap_or_default();
-        let resp = format!("{}Response", stem.strip_suffix("Params").unwrap_or(stem));
-        let base = codex_wire::fake::defaults::minimal_of(p, &resp);
+    for &method in p.server_request_methods {
+        let Some((_, Some(resp))) =
+            codex_wire::fake::defaults::request_types(p, "ServerRequest", method)
+        else {
+            continue;
+        };
+        let base = codex_wire::fake::defaults::minimal_of(p, resp);
         let mut results = vec![base.clone(), json!({}), json!(null), json!([])];
         variants(&base, &mut results);
         let (mut fast, mut exact) = (Session::with_protocol(p), Session::exact_with(p));

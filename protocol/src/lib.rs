@@ -11,6 +11,9 @@ pub mod custom;
 pub mod fast;
 pub mod rng;
 pub mod track;
+pub mod version;
+
+pub use version::{version_dirs, version_key};
 
 use fast::{Scan, R};
 use serde_json::Value;
@@ -116,13 +119,6 @@ pub fn by_version(version: &str) -> Option<&'static Protocol> {
     let v = v.strip_prefix("codex-cli ").unwrap_or(v).trim();
     let v = v.strip_prefix('v').unwrap_or(v);
     versions().iter().copied().find(|p| p.version == v)
-}
-
-/// `major.minor.patch` as numbers.
-pub fn version_key(v: &str) -> Option<(u32, u32, u32)> {
-    let mut it = v.split('.').map(|p| p.parse::<u32>().ok());
-    let t = (it.next()??, it.next()??, it.next()??);
-    it.next().is_none().then_some(t)
 }
 
 /// The generated modules: `v0_171_0`, …, and `shared_*` for types identical across versions.

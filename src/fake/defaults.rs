@@ -12,6 +12,8 @@ struct Schema {
     defs: Map<String, Value>,
     /// Client request method → response type name.
     responses: HashMap<String, String>,
+    /// (`ClientRequest` / `ServerRequest`, method) → (params type, response type if declared).
+    messages: HashMap<(&'static str, String), (String, Option<String>)>,
     /// Client request method → result the real server sent in the captured session.
     captured: HashMap<String, Value>,
 }
@@ -29,25 +31,29 @@ fn schema(p: &'static Protocol) -> &'static Schema {
         if let Some(Value::Object(v2)) = defs.remove("v2") {
             defs.extend(v2);
         }
-        let mut responses = HashMap::new();
-        for member in defs["ClientRequest"]["oneOf"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            let method = member["properties"]["method"]["enum"][0].as_str();
-            let params = member["properties"]["params"]["$ref"].as_str();
-            if let (Some(m), Some(p)) = (method, params) {
-                let stem = ref_name(p);
-                let resp = format!("{}Response", stem.strip_suffix("Params").unwrap_or(stem));
-                if defs.contains_key(&resp) {
-                    responses.insert(m.to_string(), resp);
+        // A request's response type is named after its params type (`FooParams` → `FooResponse`).
+        let mut messages = HashMap::new();
+        for root in ["ClientRequest", "ServerRequest"] {
+            for member in defs[root]["oneOf"].as_array().into_iter().flatten() {
+                let method = member["properties"]["method"]["enum"][0].as_str();
+                let params = member["properties"]["params"]["$ref"].as_str();
+                if let (Some(m), Some(p)) = (method, params) {
+                    let stem = ref_name(p);
+                    let resp = format!("{}Response", stem.strip_suffix("Params").unwrap_or(stem));
+                    let resp = defs.contains_key(&resp).then_some(resp);
+                    messages.insert((root, m.to_string()), (stem.to_string(), resp));
                 }
             }
         }
+        let responses = messages
+            .iter()
+            .filter(|((root, _), _)| *root == "ClientRequest")
+            .filter_map(|((_, m), (_, r))| Some((m.clone(), r.clone()?)))
+            .collect();
         Box::leak(Box::new(Schema {
             defs,
             responses,
+            messages,
             captured: captured(p.captured_session),
         }))
     })
@@ -156,6 +162,25 @@ fn remove_path(v: &mut Value, path: &str) {
     if let Some(o) = cur.as_object_mut() {
         o.shift_remove(*last);
     }
+}
+
+/// A request's params type and response type (if the schema declares one), by method; `root`
+/// is `ClientRequest` or `ServerRequest`.
+pub fn request_types(
+    p: &'static Protocol,
+    root: &str,
+    method: &str,
+) -> Option<(&'static str, Option<&'static str>)> {
+    let (params, resp) = schema(p)
+        .messages
+        .get(&(root_name(root)?, method.to_string()))?;
+    Some((params.as_str(), resp.as_deref()))
+}
+
+fn root_name(root: &str) -> Option<&'static str> {
+    ["ClientRequest", "ServerRequest"]
+        .into_iter()
+        .find(|r| *r == root)
 }
 
 /// The minimal valid value of a schema node.

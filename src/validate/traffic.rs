@@ -183,21 +183,9 @@ pub struct Samples {
 /// params with every optional field filled (several union variants) and the minimal params,
 /// kept when the engine accepts them; for every server request, a full and a minimal result.
 pub fn samples() -> Samples {
-    use crate::fake::defaults::{full_of, minimal_of};
+    use crate::fake::defaults::{full_of, minimal_of, request_types};
     use serde_json::{json, Value};
     let p = crate::newest();
-    let bundle: Value = serde_json::from_str(p.bundle).unwrap_or(Value::Null);
-    let defs = &bundle["definitions"];
-    let params_of = |method: &str, root: &str| -> Option<String> {
-        let members = defs[root]["oneOf"].as_array()?;
-        members.iter().find_map(|m| {
-            (m["properties"]["method"]["enum"][0] == method).then(|| {
-                m["properties"]["params"]["$ref"]
-                    .as_str()
-                    .map(|r| r.rsplit('/').next().unwrap_or(r).to_string())
-            })?
-        })
-    };
     let init = br#"{"id":0,"method":"initialize","params":{"clientInfo":{"name":"bench","version":"1"},"capabilities":{"experimentalApi":true}}}"#;
     let mut valid = Vec::new();
     let mut without = Vec::new();
@@ -205,13 +193,13 @@ pub fn samples() -> Samples {
         if m == "initialize" {
             continue;
         }
-        let Some(ty) = params_of(m, "ClientRequest") else {
+        let Some((ty, _)) = request_types(p, "ClientRequest", m) else {
             // A params-less method.
             valid.push(json!({"id": 1, "method": m}));
             continue;
         };
-        let mut shapes: Vec<Value> = (0..4).map(|pick| full_of(p, &ty, pick)).collect();
-        shapes.push(minimal_of(p, &ty));
+        let mut shapes: Vec<Value> = (0..4).map(|pick| full_of(p, ty, pick)).collect();
+        shapes.push(minimal_of(p, ty));
         let before = valid.len();
         for params in shapes {
             let line = json!({"id": 1, "method": m, "params": params});
@@ -228,12 +216,10 @@ pub fn samples() -> Samples {
     }
     let mut responses = Vec::new();
     for &m in p.server_request_methods {
-        let Some(ty) = params_of(m, "ServerRequest") else {
+        let Some((_, Some(resp))) = request_types(p, "ServerRequest", m) else {
             continue;
         };
-        let stem = ty.strip_suffix("Params").unwrap_or(&ty);
-        let resp = format!("{stem}Response");
-        for result in [full_of(p, &resp, 0), minimal_of(p, &resp)] {
+        for result in [full_of(p, resp, 0), minimal_of(p, resp)] {
             responses.push(json!({"id": "s", "result": result}));
         }
     }

@@ -12,14 +12,7 @@ pub fn repo_root() -> PathBuf {
 /// The codex versions the repo supports: the directories `schema/<V>/`, oldest first.
 pub fn versions() -> Result<Vec<String>, String> {
     let dir = repo_root().join("schema");
-    let mut out: Vec<String> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| parse_version(n).is_some())
-        .collect();
-    out.sort_by_key(|v| parse_version(v));
+    let out = codex_wire::version_dirs(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if out.is_empty() {
         return Err(format!(
             "no schema/<version>/ directory in {}",
@@ -27,13 +20,6 @@ pub fn versions() -> Result<Vec<String>, String> {
         ));
     }
     Ok(out)
-}
-
-/// `major.minor.patch` as numbers (pre-release tags are not supported versions).
-pub fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
-    let mut it = v.split('.').map(|p| p.parse::<u32>().ok());
-    let t = (it.next()??, it.next()??, it.next()??);
-    it.next().is_none().then_some(t)
 }
 
 /// The newest supported version: the default of every command.

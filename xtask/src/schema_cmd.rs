@@ -452,13 +452,13 @@ fn seed_overrides(version: &str) -> Result<(), String> {
     if dst.exists() {
         return Ok(());
     }
-    let key = codex_bin::parse_version(version).ok_or(format!("invalid version {version:?}"))?;
+    let key = codex_wire::version_key(version).ok_or(format!("invalid version {version:?}"))?;
     let nearest = codex_bin::versions()
         .unwrap_or_default()
         .into_iter()
         .filter(|v| v != version)
         .min_by_key(|v| {
-            let k = codex_bin::parse_version(v).unwrap_or_default();
+            let k = codex_wire::version_key(v).unwrap_or_default();
             let d = |a: u32, b: u32| a.abs_diff(b) as u64;
             (d(k.0, key.0) << 40) + (d(k.1, key.1) << 20) + d(k.2, key.2)
         });
