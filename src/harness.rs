@@ -58,9 +58,16 @@ pub struct Case {
     /// Extra `thread/start` params (e.g. `approvalsReviewer`).
     #[serde(default)]
     pub thread_params: serde_json::Map<String, Value>,
+    /// Extra `turn/start` params (e.g. `collaborationMode`), on every turn.
+    #[serde(default)]
+    pub turn_params: serde_json::Map<String, Value>,
     /// Features turned on in config.toml (`[features] name = true`).
     #[serde(default)]
     pub features: Vec<String>,
+    /// Results for the server's other requests, by method (e.g. `item/tool/call`); `{}` when
+    /// absent.
+    #[serde(default)]
+    pub replies: serde_json::Map<String, Value>,
 }
 
 fn default_inputs() -> Vec<String> {
@@ -272,7 +279,7 @@ impl Client<'_> {
                         .unwrap_or_else(|| "accept".into());
                     json!({"decision": d})
                 } else {
-                    json!({})
+                    self.case.replies.get(&method).cloned().unwrap_or(json!({}))
                 };
                 p.send(&json!({"id": msg["id"], "result": result}))?;
             }
@@ -369,10 +376,11 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
                 )?;
                 c.response(&mut p, id)?;
             }
-            p.request(
-                "turn/start",
-                json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
-            )?;
+            let mut params = serde_json::Map::new();
+            params.insert("threadId".into(), json!(thread));
+            params.insert("input".into(), json!([{"type": "text", "text": text}]));
+            params.extend(case.turn_params.clone());
+            p.request("turn/start", Value::Object(params))?;
             c.pump(&mut p, &mut |m| m["method"] == "turn/completed")?;
         }
         if case.compact {

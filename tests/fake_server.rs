@@ -33,11 +33,18 @@ struct Client {
 
 impl Client {
     fn spawn(dir: &Path, scenario: Value) -> Client {
+        Client::spawn_with(dir, scenario, &[])
+    }
+
+    /// With extra `codex` arguments (e.g. `--enable FEATURE`).
+    fn spawn_with(dir: &Path, scenario: Value, extra: &[&str]) -> Client {
         std::fs::write(dir.join("scenario.json"), scenario.to_string()).unwrap();
         let mut child = Command::new(BIN)
             .args(["fake", "--state-dir"])
             .arg(dir)
-            .args(["-c", "model=x", "app-server", "--listen", "stdio://"])
+            .args(["-c", "model=x"])
+            .args(extra)
+            .args(["app-server", "--listen", "stdio://"])
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -211,12 +218,20 @@ fn every_step_kind_emits_schema_valid_messages_in_order() {
         {"kind": "usage", "input": 100, "output": 20},
         {"kind": "no-such-kind"},
     ]);
-    let mut c = Client::spawn(
+    // `request_user_input` reaches the client in Default mode only with this feature.
+    let mut c = Client::spawn_with(
         &dir,
         json!({"turns": [{"steps": steps}, {"steps": [{"kind": "fail", "message": "boom"}]}]}),
+        &["--enable", "default_mode_request_user_input"],
     );
     c.init();
-    let tid = c.thread();
+    // `tool_call` reaches the client only for a tool the thread declares.
+    let r = c.request(
+        "thread/start",
+        json!({"dynamicTools": [{"type": "function", "name": "lookup", "description": "d",
+                                 "inputSchema": {"type": "object"}}]}),
+    );
+    let tid = r["result"]["thread"]["id"].as_str().unwrap().to_string();
     let r = c.request(
         "turn/start",
         json!({"threadId": tid, "input": [{"type": "text", "text": "go"}]}),

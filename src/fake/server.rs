@@ -495,6 +495,10 @@ impl Conn {
         if params["approvalsReviewer"].is_string() {
             info["approvalsReviewer"] = params["approvalsReviewer"].clone();
         }
+        // The tools a `tool_call` step may call (any other name never reaches the client).
+        if params["dynamicTools"].is_array() {
+            info["dynamicTools"] = params["dynamicTools"].clone();
+        }
         info
     }
 

@@ -784,17 +784,7 @@ impl<'a> Ctx<'a> {
             "command" => self.command(step)?,
             "file_change" => self.file_change(step),
             "tool_call" => self.tool_call(step),
-            "user_input" => {
-                let id = self.model_id("call");
-                let questions = step.get("questions").cloned().unwrap_or_else(|| {
-                    json!([{"id": "q1", "header": "Question", "question": "Proceed?",
-                            "options": [{"label": "Yes", "description": "Go ahead"},
-                                        {"label": "No", "description": "Stop"}]}])
-                });
-                let params =
-                    self.scope(json!({"itemId": id, "questions": questions, "isBlocking": true}));
-                self.request("item/tool/requestUserInput", params, step);
-            }
+            "user_input" => self.user_input(step),
             "message_partial" => {
                 let id = self.model_id("msg");
                 self.started(&agent_message(&id, "", &Value::Null));
@@ -1133,19 +1123,75 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    fn has_dynamic_tool(&self, tool: &str, namespace: Option<&str>) -> bool {
+        let data = self.conn.fake.store.load();
+        let specs = &data["threads"][&self.ctl.thread_id]["dynamicTools"];
+        specs.as_array().is_some_and(|specs| {
+            specs.iter().any(|s| match namespace {
+                None => s["type"] != "namespace" && s["name"] == tool,
+                Some(ns) => {
+                    s["type"] == "namespace"
+                        && s["name"] == ns
+                        && s["tools"]
+                            .as_array()
+                            .is_some_and(|t| t.iter().any(|t| t["name"] == tool))
+                }
+            })
+        })
+    }
+
+    /// `request_user_input`: outside Plan mode (unless `default_mode_request_user_input` is on)
+    /// and without options for every question the tool answers the model with an error and
+    /// the client sees nothing; otherwise a non-blocking request every question of which the
+    /// server opens to free-form answers (`isOther`).
+    fn user_input(&mut self, step: &Value) {
+        let id = self.model_id("call");
+        let features = &self.conn.fake.config.features;
+        if !features.iter().any(|f| f == "default_mode_request_user_input") {
+            return;
+        }
+        let questions = step.get("questions").cloned().unwrap_or_else(|| {
+            json!([{"id": "q1", "header": "Question", "question": "Proceed?",
+                    "options": [{"label": "Yes", "description": "Go ahead"},
+                                {"label": "No", "description": "Stop"}]}])
+        });
+        let Some(questions) = questions.as_array().and_then(|qs| {
+            qs.iter()
+                .map(|q| {
+                    let options = q["options"].as_array().filter(|o| !o.is_empty())?;
+                    Some(json!({"id": q["id"], "header": q["header"], "question": q["question"],
+                                "isOther": true, "isSecret": q["isSecret"].as_bool().unwrap_or(false),
+                                "options": options}))
+                })
+                .collect::<Option<Vec<Value>>>()
+        }) else {
+            return;
+        };
+        self.status(json!({"type": "active", "activeFlags": ["waitingOnUserInput"]}));
+        let params = self.scope(json!({"itemId": id, "questions": questions,
+                                       "isBlocking": false, "autoResolutionMs": null}));
+        self.approval("item/tool/requestUserInput", params, step);
+        self.status(json!({"type": "active", "activeFlags": []}));
+    }
+
+    /// A dynamic tool call reaches the client only for a tool the thread was started with
+    /// (`dynamicTools`); codex answers the model itself for any other name.
     fn tool_call(&mut self, step: &Value) {
         let id = self.model_id("call");
         let tool = str_of(step, "tool", "lookup");
+        if !self.has_dynamic_tool(&tool, step["namespace"].as_str()) {
+            return;
+        }
         let arguments = step.get("arguments").cloned().unwrap_or(json!({}));
-        let base = json!({"type": "dynamicToolCall", "id": id, "tool": tool,
-                          "arguments": arguments, "namespace": step["namespace"]});
+        let base = json!({"type": "dynamicToolCall", "id": id, "namespace": step["namespace"],
+                          "tool": tool, "arguments": arguments});
         let at = self.started(&merge(
             &base,
             json!({"status": "inProgress", "contentItems": null,
                                            "success": null, "durationMs": null}),
         ));
-        let params = self.scope(json!({"callId": id, "tool": tool, "arguments": arguments,
-                                       "namespace": step["namespace"]}));
+        let params = self.scope(json!({"callId": id, "namespace": step["namespace"],
+                                       "tool": tool, "arguments": arguments}));
         let reply = self.request("item/tool/call", params, step);
         let result = reply.map(|r| r["result"].clone()).unwrap_or(Value::Null);
         let success = result["success"].as_bool().unwrap_or(false);
