@@ -39,6 +39,10 @@ pub struct Case {
     /// thread.
     #[serde(default)]
     pub restart_before_turn: Option<usize>,
+    /// Instead of the first turn: set this goal objective (`thread/goal/set`) and wait for the
+    /// turns the server runs on its own until the goal is no longer active.
+    #[serde(default)]
+    pub goal: Option<String>,
     /// After the turns, ask for a compaction and wait for it.
     #[serde(default)]
     pub compact: bool,
@@ -365,6 +369,23 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
             .thread
             .clone()
             .ok_or_else(|| format!("thread/start failed: {r}"))?;
+        if let Some(objective) = &case.goal {
+            p.request(
+                "thread/goal/set",
+                json!({"threadId": thread, "objective": objective}),
+            )?;
+            // Server turns follow one another while the goal stays active.
+            let mut active = true;
+            c.pump(&mut p, &mut |m| {
+                if m["method"] == "thread/goal/updated" {
+                    active = m["params"]["goal"]["status"] == "active";
+                }
+                if m["method"] == "thread/goal/cleared" {
+                    active = false;
+                }
+                m["method"] == "turn/completed" && !active
+            })?;
+        }
         for (n, text) in case.inputs.iter().enumerate() {
             if case.restart_before_turn == Some(n) {
                 std::thread::sleep(GRACE);

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Optional, Sequence
 # doing: no model response makes it happen).
 MODEL_KINDS = {
     "message", "reasoning", "command", "file_change", "usage", "fail", "message_partial",
-    "error_note", "user_input", "tool_call", "permissions", "sleep",
+    "error_note", "user_input", "tool_call", "permissions", "goal", "sleep",
 }
 FAKE_ONLY_KINDS = {
     "crash", "progress", "grandchild", "notify", "compaction", "elicitation", "auth_refresh",
@@ -169,6 +169,18 @@ def permissions(reason: Optional[str] = None) -> dict:
     """The ``request_permissions`` tool (``item/permissions/requestApproval``)."""
     _str("reason", reason, optional=True)
     return _step("permissions", reason=reason)
+
+
+# What codex's `update_goal` tool lets the model set (pausing and budgets are the user's).
+GOAL_STATUSES = ("complete", "blocked")
+
+
+def goal(status: str = "complete") -> dict:
+    """The model updates the thread goal (``update_goal``): ``thread/goal/updated``, no item."""
+    _str("status", status)
+    if status not in GOAL_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(GOAL_STATUSES)}, not {status!r}")
+    return _step("goal", status=status)
 
 
 def sleep(seconds: float) -> dict:

@@ -117,7 +117,10 @@ impl Config {
 
     /// The enabled features codex 0.171.0 warns about as under development.
     pub fn unstable_features(&self) -> Vec<&str> {
-        const UNSTABLE: &[&str] = &["request_permissions_tool", "default_mode_request_user_input"];
+        const UNSTABLE: &[&str] = &[
+            "request_permissions_tool",
+            "default_mode_request_user_input",
+        ];
         self.features
             .iter()
             .map(String::as_str)

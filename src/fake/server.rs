@@ -857,9 +857,7 @@ impl Conn {
         let mut goal = info["goal"].clone();
         let fresh = !goal.is_object() || params["objective"].is_string();
         if fresh {
-            goal = json!({"createdAt": now, "objective": "", "status": "active",
-                          "threadId": thread_id, "timeUsedSeconds": 0, "tokenBudget": null,
-                          "tokensUsed": 0, "updatedAt": now});
+            goal = turns::new_goal(&thread_id, "");
         }
         if let Some(o) = params["objective"].as_str() {
             goal["objective"] = json!(o);

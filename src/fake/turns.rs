@@ -5,7 +5,7 @@
 
 use super::server::{lock, path_str, Conn};
 use super::state::{now_ms, now_secs, scenario};
-use crate::model::script::{default_turn, guardian_allows, GUARDIAN_RATIONALE};
+use crate::model::script::{default_goal_turn, default_turn, guardian_allows, GUARDIAN_RATIONALE};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,15 +72,26 @@ pub fn skip_script(conn: &Conn) {
 
 /// Takes the next scripted turn (or the default one) and advances the shared cursor.
 fn next_script(conn: &Conn) -> Value {
+    next_script_or(conn, default_turn)
+}
+
+/// The next scripted turn for a goal's next server turn; past the script, the default answer
+/// that completes the goal (as the scripted model answers a goal continuation).
+fn next_goal_script(conn: &Conn) -> Value {
+    next_script_or(conn, default_goal_turn)
+}
+
+fn next_script_or(conn: &Conn, default: fn() -> Value) -> Value {
     let turns = scenario(&conn.fake.dir)["turns"].clone();
     conn.fake.store.update(|d| {
         let cursor = d["turn_cursor"].as_u64().unwrap_or(0);
         d["turn_cursor"] = json!(cursor + 1);
-        turns
-            .get(cursor as usize)
-            .cloned()
-            .unwrap_or_else(default_turn)
+        turns.get(cursor as usize).cloned().unwrap_or_else(default)
     })
+}
+
+fn goal_active(conn: &Conn, thread_id: &str) -> bool {
+    conn.fake.store.load()["threads"][thread_id]["goal"]["status"] == "active"
 }
 
 /// A `Turn` as the real server sends it. `started`: `None` in the `turn/start` result (the
@@ -150,7 +161,13 @@ pub fn start(
     script: Option<Value>,
     goal: bool,
 ) -> Result<String, String> {
-    let script = script.unwrap_or_else(|| next_script(conn));
+    let script = script.unwrap_or_else(|| {
+        if goal {
+            next_goal_script(conn)
+        } else {
+            next_script(conn)
+        }
+    });
     let (ctl, started) = register(conn, thread_id);
     let turn_id = ctl.turn_id();
     spawn(conn, ctl, started, None, script, goal);
@@ -199,16 +216,13 @@ fn play(
     goal: bool,
 ) {
     let thread_id = ctl.thread_id.clone();
-    let mut parts = vec![script.clone()];
-    parts.extend(
-        script["continuations"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default(),
-    );
+    let mut parts: std::collections::VecDeque<Value> =
+        crate::model::script::server_turns(script).into();
     let rollover = Duration::from_millis(script["rollover_ms"].as_u64().unwrap_or(50));
-    let count = parts.len();
-    for (n, part) in parts.iter().enumerate() {
+    for n in 0.. {
+        let Some(part) = parts.pop_front() else {
+            break;
+        };
         if n > 0 {
             std::thread::sleep(rollover);
             *lock(&ctl.turn_id) = uuid::Uuid::now_v7().to_string();
@@ -216,9 +230,6 @@ fn play(
         }
         let turn_id = ctl.turn_id();
         let mut ctx = Ctx::new(conn, ctl, &turn_id);
-        if goal && n == 0 {
-            ctx.goal_update("active");
-        }
         ctx.status(json!({"type": "active", "activeFlags": []}));
         conn.notify(
             "turn/started",
@@ -239,38 +250,42 @@ fn play(
         let paused = lock(&ctl.goal_status)
             .as_deref()
             .is_some_and(|s| s != "active");
-        let last = n + 1 == count || outcome.is_err() || paused;
+        // A goal runs server turn after server turn while it stays active (the next scripted
+        // turn each time); other turns end with their script's continuations.
+        if goal && parts.is_empty() && goal_active(conn, &thread_id) {
+            parts.push_back(next_goal_script(conn));
+        }
+        let last = parts.is_empty() || outcome.is_err() || paused;
         let (status, error) = match &outcome {
             Ok(()) => ("completed", None),
             Err(End::Interrupted | End::Cancelled | End::Steered) => ("interrupted", None),
             Err(End::Failed(e)) => ("failed", Some(e.clone())),
         };
-        if goal && last && status == "completed" && !paused {
-            ctx.goal_update("complete");
-        }
         // How the real server closes a turn: read state (not after an interrupt), then idle
         // (a failed turn leaves the thread in `systemError`), then `turn/completed`.
         if let (Ok(()), Some(diff)) = (&outcome, ctx.turn_diff.clone()) {
             ctx.notify("turn/diff/updated", json!({"diff": diff}));
         }
         match &outcome {
-            Ok(()) if compact => {}
+            // Only the last of a goal's server turns marks the thread unread.
+            Ok(()) if compact || !last => {}
             Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
             Err(End::Interrupted) => ctx.finish_interrupt(),
             Err(End::Cancelled | End::Steered) => {}
         }
-        // An interrupted turn reports no items; a finished one its answer (commentary is
-        // left out).
+        // An interrupted turn reports no items; a finished one its final answer: the last
+        // agent message (commentary is left out).
         let summary: Vec<Value> = match &outcome {
             Err(End::Interrupted) => Vec::new(),
             _ => ctx
                 .messages
                 .iter()
-                .filter(|m| m["phase"] != "commentary")
+                .rfind(|m| m["phase"] != "commentary")
                 .cloned()
+                .into_iter()
                 .collect(),
         };
-        if last && !matches!(outcome, Err(End::Failed(_))) {
+        if !matches!(outcome, Err(End::Failed(_))) {
             ctx.status(json!({"type": "idle"}));
         }
         let turn = turn_obj(&turn_id, status, Some(started), error.as_ref(), &summary);
@@ -320,6 +335,14 @@ struct Ctx<'a> {
     turn_diff: Option<String>,
     /// A model response is being streamed (its usage not yet reported).
     open: bool,
+}
+
+/// A fresh goal, in the real server's key order.
+pub fn new_goal(thread_id: &str, objective: &str) -> Value {
+    let now = now_secs();
+    json!({"threadId": thread_id, "objective": objective, "status": "active",
+           "tokenBudget": null, "tokensUsed": 0, "timeUsedSeconds": 0,
+           "createdAt": now, "updatedAt": now})
 }
 
 /// The `tokenUsage` breakdown, in the real server's key order.
@@ -546,21 +569,22 @@ impl<'a> Ctx<'a> {
         self.item(json!({"type": "userMessage", "id": id, "clientId": null, "content": content}));
     }
 
+    /// The model's `update_goal` (a `goal` step): the thread's goal takes the status, no item
+    /// (without a goal codex answers the model with an error and the client sees nothing).
     fn goal_update(&self, status: &str) {
         let thread_id = self.ctl.thread_id.clone();
         let goal = self.conn.fake.store.update(|d| {
             let g = &mut d["threads"][&thread_id]["goal"];
             if !g.is_object() {
-                let now = now_secs();
-                *g = json!({"createdAt": now, "objective": "", "status": status,
-                            "threadId": thread_id, "timeUsedSeconds": 0, "tokenBudget": null,
-                            "tokensUsed": 0, "updatedAt": now});
+                return None;
             }
             g["status"] = json!(status);
             g["updatedAt"] = json!(now_secs());
-            g.clone()
+            Some(g.clone())
         });
-        self.notify("thread/goal/updated", json!({"goal": goal}));
+        if let Some(goal) = goal {
+            self.notify("thread/goal/updated", json!({"goal": goal}));
+        }
     }
 
     /// Between steps: an interrupt ends the turn (steered input waits for the response's end).
@@ -618,6 +642,28 @@ impl<'a> Ctx<'a> {
             json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
         );
         self.rate_limits();
+        // An active goal is charged the response's tokens (and says so when they are any).
+        // What a goal is charged: fresh input (cached input is not) and output.
+        let spent = n("input") - n("cached") + n("output");
+        if spent > 0 {
+            self.goal_charge(spent);
+        }
+    }
+
+    /// Adds `tokens` to the thread's goal while it is active; reports the goal if so.
+    fn goal_charge(&self, tokens: i64) {
+        let thread_id = self.ctl.thread_id.clone();
+        let goal = self.conn.fake.store.update(|d| {
+            let g = &mut d["threads"][&thread_id]["goal"];
+            if g["status"] != "active" {
+                return None;
+            }
+            g["tokensUsed"] = json!(g["tokensUsed"].as_i64().unwrap_or(0) + tokens);
+            Some(g.clone())
+        });
+        if let Some(goal) = goal {
+            self.notify("thread/goal/updated", json!({"goal": goal}));
+        }
     }
 
     /// The stream ended early: retried while the provider allows it, else the turn fails.
@@ -815,6 +861,7 @@ impl<'a> Ctx<'a> {
                 }
                 return self.fail(message, info);
             }
+            "goal" => self.goal_update(&str_of(step, "status", "complete")),
             "compaction" => {
                 let id = uuid::Uuid::now_v7().to_string();
                 self.item(json!({"type": "contextCompaction", "id": id}));
@@ -1147,7 +1194,10 @@ impl<'a> Ctx<'a> {
     fn user_input(&mut self, step: &Value) {
         let id = self.model_id("call");
         let features = &self.conn.fake.config.features;
-        if !features.iter().any(|f| f == "default_mode_request_user_input") {
+        if !features
+            .iter()
+            .any(|f| f == "default_mode_request_user_input")
+        {
             return;
         }
         let questions = step.get("questions").cloned().unwrap_or_else(|| {
@@ -1312,6 +1362,7 @@ const TOOL_STEPS: &[&str] = &[
     "tool_call",
     "user_input",
     "permissions",
+    "goal",
 ];
 
 /// A turn's steps as model responses.

@@ -63,10 +63,12 @@ fn scenario(state: &Path) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The scenario's turns, one per codex turn (a turn's goal `continuations` are turns of their
+/// own, as codex runs them).
 fn turns(state: &Path) -> Vec<Value> {
     scenario(state)["turns"]
         .as_array()
-        .cloned()
+        .map(|ts| ts.iter().flat_map(script::server_turns).collect())
         .unwrap_or_default()
 }
 
@@ -98,7 +100,8 @@ impl Locked {
 }
 
 /// Takes the response for a POST of codex turn `turn_id` and advances the cursor.
-fn next_response(state: &Path, turn_id: Option<&str>) -> io::Result<(u64, Vec<Value>)> {
+/// `goal`: the POST continues a thread goal (codex's hidden goal prompt is its last input).
+fn next_response(state: &Path, turn_id: Option<&str>, goal: bool) -> io::Result<(u64, Vec<Value>)> {
     let mut c = Cursor::load(state);
     let turns = turns(state);
     let script_of = |t: Option<u64>| {
@@ -123,6 +126,11 @@ fn next_response(state: &Path, turn_id: Option<&str>) -> io::Result<(u64, Vec<Va
             c.response += 1;
             r.clone()
         }
+        // Past the script a goal continuation completes the goal (else codex would go on).
+        None if goal && c.response == 0 => {
+            c.response += 1;
+            script::responses(&script::default_goal_turn()).remove(0)
+        }
         None => script::responses(&script::default_turn()).remove(0),
     };
     c.served += 1;
@@ -130,6 +138,17 @@ fn next_response(state: &Path, turn_id: Option<&str>) -> io::Result<(u64, Vec<Va
     std::fs::write(&tmp, serde_json::to_vec(&c).unwrap_or_default())?;
     std::fs::rename(&tmp, state.join(CURSOR_FILE))?;
     Ok((n, steps))
+}
+
+/// Whether a request continues a thread goal: its last input is codex's hidden goal prompt.
+fn goal_continuation(body: &Value) -> bool {
+    let last = body["input"].as_array().and_then(|i| i.last());
+    last.is_some_and(|m| {
+        m["role"] == "user"
+            && m["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("<codex_internal_context source=\"goal\">"))
+    })
 }
 
 struct Shared {
@@ -286,7 +305,11 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         };
     }
     let (n, steps) = if ok {
-        match next_response(&sh.state, turn_id.as_deref()) {
+        match next_response(
+            &sh.state,
+            turn_id.as_deref(),
+            parsed.as_ref().is_some_and(goal_continuation),
+        ) {
             Ok((n, s)) => (Some(n), s),
             Err(e) => return respond(req, 500, &format!("cannot advance the cursor: {e}")),
         }

@@ -19,6 +19,7 @@ const MODEL_KINDS: &[&str] = &[
     "tool_call",
     "user_input",
     "permissions",
+    "goal",
     // A pause in the stream: the model at work (the fake waits the same way).
     "sleep",
     // Model-only: the fake reports them as unknown.
@@ -35,6 +36,7 @@ pub const ENDS_RESPONSE: &[&str] = &[
     "tool_call",
     "user_input",
     "permissions",
+    "goal",
     "fail",
     "message_partial",
     "error_note",
@@ -48,6 +50,42 @@ pub fn default_turn() -> Value {
         {"kind": "message", "text": "Hello from the codex-wire fake."},
         {"kind": "usage", "input": 12, "output": 8},
     ]})
+}
+
+/// The answer to a goal's continuation with no script left: the model declares the goal
+/// complete, then answers as in [`default_turn`] (one definition for both servers; without it
+/// codex would run goal turns for ever).
+pub fn default_goal_turn() -> Value {
+    let mut t = default_turn();
+    if let Some(steps) = t["steps"].as_array_mut() {
+        steps.insert(0, json!({"kind": "goal", "status": "complete"}));
+    }
+    t
+}
+
+/// The server turns one scripted turn stands for: itself, then its `continuations` (the seed's
+/// goal continuation turns, each a turn codex runs by itself while the goal is active). The
+/// last continuation starts by completing the goal, which is what ends codex's continuations.
+pub fn server_turns(turn: &Value) -> Vec<Value> {
+    let continuations = turn["continuations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut first = turn.clone();
+    if let Some(o) = first.as_object_mut() {
+        o.remove("continuations");
+    }
+    let mut out = vec![first];
+    let count = continuations.len();
+    for (i, mut c) in continuations.into_iter().enumerate() {
+        if i + 1 == count {
+            if let Some(steps) = c["steps"].as_array_mut() {
+                steps.insert(0, json!({"kind": "goal", "status": "complete"}));
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn kind(step: &Value) -> &str {
@@ -208,6 +246,12 @@ pub fn reply(n: u64, steps: &[Value]) -> Reply {
                 });
                 let args = json!({"questions": questions}).to_string();
                 w.function_call(&id, "request_user_input", &args);
+            }
+            // The model reports the thread goal's progress (`update_goal`; codex offers the tool
+            // while a goal is set).
+            "goal" => {
+                let args = json!({"status": str_of(step, "status", "complete")}).to_string();
+                w.function_call(&id, "update_goal", &args);
             }
             "permissions" => {
                 let mut args = json!({"permissions": step.get("permissions").cloned()
