@@ -39,6 +39,9 @@ pub struct Case {
     /// thread.
     #[serde(default)]
     pub restart_before_turn: Option<usize>,
+    /// `thread/resume` params after a restart, over `{"threadId", "excludeTurns": true}`.
+    #[serde(default)]
+    pub resume_params: serde_json::Map<String, Value>,
     /// Instead of the first turn: set this goal objective (`thread/goal/set`) and wait for the
     /// turns the server runs on its own until the goal is no longer active.
     #[serde(default)]
@@ -391,10 +394,11 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
                 std::thread::sleep(GRACE);
                 std::mem::replace(&mut p, Peer::spawn(server, &l)?).close();
                 c.initialize(&mut p)?;
-                let id = p.request(
-                    "thread/resume",
-                    json!({"threadId": thread, "excludeTurns": true}),
-                )?;
+                let mut params = serde_json::Map::new();
+                params.insert("threadId".into(), json!(thread));
+                params.insert("excludeTurns".into(), json!(true));
+                params.extend(case.resume_params.clone());
+                let id = p.request("thread/resume", Value::Object(params))?;
                 c.response(&mut p, id)?;
             }
             let mut params = serde_json::Map::new();

@@ -388,7 +388,7 @@ impl Conn {
         self.notify(
             "remoteControl/status/changed",
             json!({"status": "disabled", "serverName": host_name(),
-                   "installationId": uuid::Uuid::now_v7().to_string(), "environmentId": null}),
+                   "installationId": self.installation_id(), "environmentId": null}),
         );
         Ok(())
     }
@@ -549,6 +549,20 @@ impl Conn {
         }
     }
 
+    /// The installation's id, kept in `CODEX_HOME/installation_id` as the real server keeps it
+    /// (so a restarted server reports the same one).
+    fn installation_id(&self) -> String {
+        let path = self.fake.codex_home.join("installation_id");
+        match std::fs::read_to_string(&path) {
+            Ok(id) if uuid::Uuid::parse_str(id.trim()).is_ok() => id.trim().to_string(),
+            _ => {
+                let id = uuid::Uuid::new_v4().to_string();
+                let _ = std::fs::write(&path, &id);
+                id
+            }
+        }
+    }
+
     /// A thread this process has loaded (turns, goals, compaction need one).
     fn loaded(&self, params: &Value) -> Result<(String, Value), String> {
         let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
@@ -660,13 +674,23 @@ impl Conn {
                 );
             }
         }
-        for k in [
-            "initialTurnsPage",
-            "turnsBackwardsCursor",
-            "itemsBackwardsCursor",
-        ] {
-            out.insert(k.into(), Value::Null);
-        }
+        out.insert("initialTurnsPage".into(), Value::Null);
+        // Paging back from the last turn and the last item of the rollout (anchors included).
+        let rollout = &info["rollout"];
+        let cursor = |ordinal: &Value, kind: &str| match ordinal.as_u64() {
+            Some(n) if n > 0 => json!(json!({"requestedThreadId": thread_id, "rolloutOrdinal": n,
+                                             "includeAnchor": true, "scope": {"kind": kind}})
+            .to_string()),
+            _ => Value::Null,
+        };
+        out.insert(
+            "turnsBackwardsCursor".into(),
+            cursor(&rollout["turn"], "turns"),
+        );
+        out.insert(
+            "itemsBackwardsCursor".into(),
+            cursor(&rollout["item"], "itemsByCreatedAtOrdinal"),
+        );
         Value::Object(out)
     }
 

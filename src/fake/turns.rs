@@ -230,6 +230,10 @@ fn play(
         }
         let turn_id = ctl.turn_id();
         let mut ctx = Ctx::new(conn, ctl, &turn_id);
+        let thread = conn.fake.store.load()["threads"][&thread_id].clone();
+        ctx.rollout = Rollout::load(&thread["rollout"]);
+        let first = ctx.rollout.ordinal == 0;
+        ctx.rollout.turn_started(first);
         ctx.status(json!({"type": "active", "activeFlags": []}));
         conn.notify(
             "turn/started",
@@ -289,6 +293,9 @@ fn play(
             ctx.status(json!({"type": "idle"}));
         }
         let turn = turn_obj(&turn_id, status, Some(started), error.as_ref(), &summary);
+        // The turn's end entry.
+        let mut rollout = ctx.rollout;
+        rollout.add(1);
         let mut stored = turn.clone();
         stored["items"] = json!(ctx.items);
         conn.fake.store.update(|d| {
@@ -299,6 +306,7 @@ fn play(
             if let Some(ts) = t["turns"].as_array_mut() {
                 ts.push(stored.clone());
             }
+            t["rollout"] = rollout.to_json();
             t["updatedAt"] = json!(now_secs());
         });
         conn.write_rollout(&thread_id);
@@ -335,6 +343,74 @@ struct Ctx<'a> {
     turn_diff: Option<String>,
     /// A model response is being streamed (its usage not yet reported).
     open: bool,
+    /// The real rollout's entry ordinals, as far as this turn has written them (see
+    /// [`Rollout`]).
+    rollout: Rollout,
+}
+
+/// Where the real server's rollout of a thread stands: the ordinal of its last entry, of the
+/// last turn's start and of the last completed item — what `thread/resume`'s backwards cursors
+/// name. Counted as codex 0.171.0 writes entries (see the recordings): a turn's start (plus
+/// codex's initial context on the first turn), per completed message or reasoning its event and
+/// response item, per tool call its call, output and event, per response its usage record and
+/// token count (a failed or dropped one only the count), the turn's end.
+#[derive(Clone, Copy, Default)]
+struct Rollout {
+    ordinal: u64,
+    turn: u64,
+    item: u64,
+    /// The response being played carried a tool call (its usage record is already counted).
+    tool: bool,
+}
+
+impl Rollout {
+    fn load(v: &Value) -> Rollout {
+        let n = |k: &str| v[k].as_u64().unwrap_or(0);
+        Rollout {
+            ordinal: n("ordinal"),
+            turn: n("turn"),
+            item: n("item"),
+            tool: false,
+        }
+    }
+    fn to_json(self) -> Value {
+        json!({"ordinal": self.ordinal, "turn": self.turn, "item": self.item})
+    }
+    fn add(&mut self, n: u64) -> u64 {
+        self.ordinal += n;
+        self.ordinal
+    }
+    /// A turn starts: its start entry, then the turn context (on a thread's first turn after
+    /// codex's developer and context messages, world state, and before its settings entry).
+    fn turn_started(&mut self, first: bool) {
+        self.turn = self.add(1);
+        self.add(if first { 5 } else { 1 });
+    }
+    fn completed(&mut self, item_type: &str) {
+        match item_type {
+            "userMessage" => {
+                self.item = self.add(2);
+            }
+            "agentMessage" | "reasoning" | "contextCompaction" => {
+                self.item = self.add(1);
+                self.add(1);
+            }
+            _ => {
+                // call, the response's usage record, the item, the call's output
+                self.item = self.add(3);
+                self.add(1);
+                self.tool = true;
+            }
+        }
+    }
+    fn response_ended(&mut self) {
+        self.add(if self.tool { 1 } else { 2 });
+        self.tool = false;
+    }
+    fn response_dropped(&mut self) {
+        self.add(1);
+        self.tool = false;
+    }
 }
 
 /// A fresh goal, in the real server's key order.
@@ -414,6 +490,7 @@ impl<'a> Ctx<'a> {
             retries: 0,
             turn_diff: None,
             open: false,
+            rollout: Rollout::default(),
         };
         c.next_response();
         c
@@ -534,6 +611,8 @@ impl<'a> Ctx<'a> {
             Some("userMessage") => self.messages.clear(),
             _ => {}
         }
+        self.rollout
+            .completed(item["type"].as_str().unwrap_or_default());
         self.items.push(item);
     }
 
@@ -619,6 +698,7 @@ impl<'a> Ctx<'a> {
             return;
         }
         self.open = false;
+        self.rollout.response_ended();
         let u = self.usage.take().unwrap_or(Value::Null);
         let n = |k: &str| u[k].as_i64().unwrap_or(0);
         let last = breakdown(n("input"), n("cached"), n("output"), n("reasoning"));
@@ -672,6 +752,7 @@ impl<'a> Ctx<'a> {
         let max = self.conn.fake.config.stream_max_retries;
         if self.retries < max {
             self.retries += 1;
+            self.rollout.response_dropped();
             self.item_notify(
                 "error",
                 json!({"error": turn_error(
@@ -688,6 +769,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn fail(&mut self, message: String, info: Value) -> Result<(), End> {
+        self.rollout.response_dropped();
         let error = turn_error(&message, info, Value::Null);
         self.status(json!({"type": "systemError"}));
         self.item_notify(
