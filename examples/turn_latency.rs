@@ -54,7 +54,10 @@ fn main() {
     for i in 0..runs {
         let t = harness::run(
             case,
-            &Server::Fake { bin: &bin },
+            &Server::Fake {
+                bin: &bin,
+                version: None,
+            },
             &work.join(format!("fake{i}")),
         )
         .expect("fake run");

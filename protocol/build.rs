@@ -33,7 +33,7 @@ fn main() {
         schema.display()
     );
     let corpus = root.parent().unwrap_or(root).join("tests/corpus");
-    let models: Vec<(String, String, Option<String>, model::Model)> = versions
+    let models: Vec<(String, String, emit::Embeds, model::Model)> = versions
         .into_iter()
         .map(|v| {
             let dir = schema.join(&v);
@@ -42,8 +42,13 @@ fn main() {
             let bundle = dir.join("json/codex_app_server_protocol.schemas.json");
             let session = corpus.join(&v).join("real_session.jsonl");
             println!("cargo:rerun-if-changed={}", session.display());
-            let session = session.is_file().then(|| session.display().to_string());
-            (v, bundle.display().to_string(), session, model)
+            let turn_facts = dir.join("facts/turns.json");
+            let present = |p: &Path| p.is_file().then(|| p.display().to_string());
+            let embeds = emit::Embeds {
+                session: present(&session),
+                turn_facts: present(&turn_facts),
+            };
+            (v, bundle.display().to_string(), embeds, model)
         })
         .collect();
     let file = emit::emit_all(&models);

@@ -261,6 +261,11 @@ impl Session {
 
     /// Records that the server sent request `id` of `method`: the client's response to it is
     /// then checked against that method's response type.
+    /// The method of an accepted client request still awaiting the server's result.
+    pub fn awaiting_method(&self, id: &Value) -> Option<&str> {
+        self.awaiting.get(&IdKey::of(id)).map(|m| m.as_ref())
+    }
+
     pub fn expect_response(&mut self, id: &Value, method: &str) {
         self.pending.insert(IdKey::of(id), method.to_string());
     }

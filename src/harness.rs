@@ -95,8 +95,11 @@ pub const PROVIDER: &str = "scripted";
 
 /// Which server plays the other side.
 pub enum Server<'a> {
-    /// `codex-wire fake` (this binary).
-    Fake { bin: &'a Path },
+    /// `codex-wire fake` (this binary), as codex `version` (None: the newest).
+    Fake {
+        bin: &'a Path,
+        version: Option<&'a str>,
+    },
     /// The real binary behind `codex-wire scripted` (the scripted model in front of it).
     Real { bin: &'a Path, codex: &'a Path },
 }
@@ -167,12 +170,13 @@ struct Peer {
 impl Peer {
     fn spawn(server: &Server, l: &Layout) -> Result<Peer, String> {
         let mut cmd = match server {
-            Server::Fake { bin } => {
+            Server::Fake { bin, version } => {
                 let mut c = Command::new(bin);
-                c.arg("fake")
-                    .arg("--state-dir")
-                    .arg(&l.state)
-                    .arg("app-server");
+                c.arg("fake").arg("--state-dir").arg(&l.state);
+                if let Some(v) = version {
+                    c.arg("--codex-version").arg(v);
+                }
+                c.arg("app-server");
                 c
             }
             Server::Real { bin, codex } => {

@@ -9,17 +9,16 @@ use codex_wire::diff;
 use codex_wire::harness::{self, Server};
 use std::path::Path;
 
-/// The newest version's turn corpus (the fake plays turns as that version's server does).
-fn corpus() -> String {
+/// A version's turn corpus (the fake, answering as that version, plays turns as its server did).
+fn corpus(version: &str) -> String {
     format!(
-        "{}/tests/corpus/{}/turns",
-        env!("CARGO_MANIFEST_DIR"),
-        codex_wire::newest().version
+        "{}/tests/corpus/{version}/turns",
+        env!("CARGO_MANIFEST_DIR")
     )
 }
 
-fn known() -> Vec<String> {
-    std::fs::read_to_string(Path::new(&corpus()).join("known_differences.txt"))
+fn known(version: &str) -> Vec<String> {
+    std::fs::read_to_string(Path::new(&corpus(version)).join("known_differences.txt"))
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -28,7 +27,7 @@ fn known() -> Vec<String> {
 }
 
 #[test]
-fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
+fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
     let cases = harness::load_cases(Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/corpus/turns"
@@ -38,39 +37,51 @@ fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
     let bin = Path::new(env!("CARGO_BIN_EXE_codex-wire"));
     // Outside any git repository, as the recordings were made (git state shows in messages).
     let work = std::env::temp_dir().join(format!("codex-wire-turns-test-{}", std::process::id()));
-    let known = known();
-    let (mut same, mut failures, mut stale) = (0, Vec::new(), Vec::new());
-    let mut drift = Vec::new();
-    for case in &cases {
-        let recorded = Path::new(&corpus()).join(format!("{}.real.jsonl", case.name));
-        let real = std::fs::read_to_string(&recorded)
-            .unwrap_or_else(|e| panic!("{}: {e} (cargo xtask turns --record)", recorded.display()));
-        let fake = harness::run(case, &Server::Fake { bin }, &work.join(&case.name))
-            .unwrap_or_else(|e| panic!("{}: the fake run failed: {e}", case.name));
-        let fake = std::fs::read_to_string(fake).unwrap();
-        drift.extend(schema_drift(&case.name, &fake));
-        let result = diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
-        let listed = known.contains(&case.name);
-        match (result, listed) {
-            (Ok(()), false) => same += 1,
-            (Ok(()), true) => stale.push(case.name.clone()),
-            (Err(_), true) => {}
-            (Err(m), false) => failures.push(format!(
-                "{}: message {} differs: {}\n  real {}\n  fake {}",
-                case.name,
-                m.index,
-                m.why,
-                m.a.map(|e| e.msg.to_string()).unwrap_or_default(),
-                m.b.map(|e| e.msg.to_string()).unwrap_or_default(),
-            )),
+    let (mut failures, mut stale, mut drift) = (Vec::new(), Vec::new(), Vec::new());
+    for p in codex_wire::versions() {
+        let version = p.version;
+        let known = known(version);
+        let mut same = 0;
+        for case in &cases {
+            let recorded = Path::new(&corpus(version)).join(format!("{}.real.jsonl", case.name));
+            let real = std::fs::read_to_string(&recorded).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e} (cargo xtask turns --record --version {version})",
+                    recorded.display()
+                )
+            });
+            let server = Server::Fake {
+                bin,
+                version: Some(version),
+            };
+            let fake = harness::run(case, &server, &work.join(version).join(&case.name))
+                .unwrap_or_else(|e| panic!("{version} {}: the fake run failed: {e}", case.name));
+            let fake = std::fs::read_to_string(fake).unwrap();
+            drift.extend(schema_drift(p, &case.name, &fake));
+            let result =
+                diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
+            let listed = known.contains(&case.name);
+            match (result, listed) {
+                (Ok(()), false) => same += 1,
+                (Ok(()), true) => stale.push(format!("{version} {}", case.name)),
+                (Err(_), true) => {}
+                (Err(m), false) => failures.push(format!(
+                    "{version} {}: message {} differs: {}\n  real {}\n  fake {}",
+                    case.name,
+                    m.index,
+                    m.why,
+                    m.a.map(|e| e.msg.to_string()).unwrap_or_default(),
+                    m.b.map(|e| e.msg.to_string()).unwrap_or_default(),
+                )),
+            }
         }
+        eprintln!(
+            "codex {version}: {same}/{} scenarios identical, {} known differences",
+            cases.len(),
+            known.len()
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
-    eprintln!(
-        "turn corpus: {same}/{} scenarios identical, {} known differences",
-        cases.len(),
-        known.len()
-    );
     assert!(
         stale.is_empty(),
         "listed in known_differences.txt but now identical: {stale:?}"
@@ -84,8 +95,8 @@ fn the_fake_plays_every_recorded_turn_as_the_real_server_did() {
 
 /// Every line the fake wrote, checked as `validate` checks a server: no violation, no key the
 /// schema lacks, no always-sent field missing.
-fn schema_drift(name: &str, transcript: &str) -> Vec<String> {
-    let mut s = codex_wire::Session::new();
+fn schema_drift(p: &'static codex_wire::Protocol, name: &str, transcript: &str) -> Vec<String> {
+    let mut s = codex_wire::Session::with_protocol(p);
     let mut out = Vec::new();
     for line in transcript.lines() {
         let e: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -98,8 +109,8 @@ fn schema_drift(name: &str, transcript: &str) -> Vec<String> {
         let v = s.feed_server(bytes.as_bytes());
         if v.violation.is_some() || !v.ignored.is_empty() || !v.missing.is_empty() {
             out.push(format!(
-                "{name}: {bytes}: {:?} {:?} {:?}",
-                v.violation, v.ignored, v.missing
+                "{} {name}: {bytes}: {:?} {:?} {:?}",
+                p.version, v.violation, v.ignored, v.missing
             ));
         }
     }

@@ -537,13 +537,23 @@ fn type_groups(m: &Model) -> Vec<TokenStream> {
         .collect()
 }
 
+/// Files of a version's real server that its `Protocol` carries verbatim (paths; None: absent).
+pub struct Embeds {
+    /// `tests/corpus/<V>/real_session.jsonl`.
+    pub session: Option<String>,
+    /// `schema/<V>/facts/turns.json`.
+    pub turn_facts: Option<String>,
+}
+
 /// One version's tables, entry points and `PROTOCOL`: everything but the types.
-fn version_api(m: &Model, version: &str, bundle: &str, session: &Option<String>) -> TokenStream {
+fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> TokenStream {
     let e = Emitter { m };
-    let captured = match session {
+    let embed = |path: &Option<String>, absent: &str| match path {
         Some(path) => quote!(include_str!(#path)),
-        None => quote!(""),
+        None => quote!(#absent),
     };
+    let captured = embed(&embeds.session, "");
+    let turn_facts = embed(&embeds.turn_facts, "{}");
     let fast_entries = e.fast_entries();
     let methods = &m.client_methods;
     // `method => Some(check::<ResponseType>(v))`, for either direction's result table.
@@ -652,6 +662,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, session: &Option<String>)
             server_request_methods: SERVER_REQUEST_METHODS,
             bundle: include_str!(#bundle),
             captured_session: #captured,
+            turn_facts: #turn_facts,
             client_method,
             is_experimental_method,
             experimental_checks,
@@ -721,9 +732,9 @@ fn version_module(version: &str) -> Ident {
 /// Every version's protocol in one file. A type group whose code is identical in several versions,
 /// and whose every mention of another generated name resolves to the same (shared) item in each,
 /// is emitted once in a `shared_*` module and re-exported by each version; everything else is
-/// emitted per version. `versions`: (version, path of its bundle, path of its captured session if
-/// any, model), oldest first.
-pub fn emit_all(versions: &[(String, String, Option<String>, Model)]) -> String {
+/// emitted per version. `versions`: (version, path of its bundle, its embedded files, model),
+/// oldest first.
+pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
     struct Group {
         tokens: TokenStream,
         code: String,
@@ -735,8 +746,8 @@ pub fn emit_all(versions: &[(String, String, Option<String>, Model)]) -> String 
     let mut owner: Vec<HashMap<String, usize>> = Vec::new();
     // Names of each version's entry points: a group that mentions one is never shared.
     let mut api_names: Vec<Vec<String>> = Vec::new();
-    for (version, bundle, session, m) in versions {
-        api_names.push(names_of(&version_api(m, version, bundle, session)).0);
+    for (version, bundle, embeds, m) in versions {
+        api_names.push(names_of(&version_api(m, version, bundle, embeds)).0);
         let gs: Vec<Group> = type_groups(m)
             .into_iter()
             .map(|tokens| {
@@ -859,14 +870,14 @@ pub fn emit_all(versions: &[(String, String, Option<String>, Model)]) -> String 
             reexports[v].push(quote!(pub use super::#name::{#(#names),*};));
         }
     }
-    for (v, (version, bundle, session, m)) in versions.iter().enumerate() {
+    for (v, (version, bundle, embeds, m)) in versions.iter().enumerate() {
         let module = version_module(version);
         let own = groups[v]
             .iter()
             .enumerate()
             .filter(|(i, _)| loc[v][*i].is_none())
             .map(|(_, g)| &g.tokens);
-        let api = version_api(m, version, bundle, session);
+        let api = version_api(m, version, bundle, embeds);
         let re = &reexports[v];
         out.push(quote! {
             pub mod #module {

@@ -53,6 +53,10 @@ pub struct Protocol {
     /// A session captured from this version's real server (`tests/corpus/<V>/real_session.jsonl`,
     /// `{"dir","line"}` per line), or "" when none was recorded: the fake's default results.
     pub captured_session: &'static str,
+    /// How this version's real server plays turns where versions differ
+    /// (`schema/<V>/facts/turns.json`, each fact shown by a recording in
+    /// `tests/corpus/<V>/turns/`), or "{}": the fake's turn player reads it.
+    pub turn_facts: &'static str,
     /// The static name of a client request method (a `match`: hot path).
     pub client_method: fn(&str) -> Option<&'static str>,
     /// Whether a method needs the `experimentalApi` capability (a `match`: hot path).

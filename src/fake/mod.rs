@@ -7,6 +7,7 @@ mod cli;
 pub mod config;
 pub mod defaults;
 mod listen;
+mod project;
 mod server;
 mod state;
 mod turns;

@@ -43,6 +43,10 @@ pub struct Fake {
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
     pub protocol: &'static crate::Protocol,
+    /// How that version plays turns where versions differ (`Protocol::turn_facts`).
+    pub turn_facts: super::turns::TurnFacts,
+    /// For an older version: what drops the keys its schema lacks from every message.
+    projector: Option<super::project::Projector>,
 }
 
 impl Fake {
@@ -65,6 +69,8 @@ impl Fake {
             loaded: Mutex::new(HashSet::new()),
             active: Mutex::new(HashMap::new()),
             overload_used: Mutex::new(HashMap::new()),
+            turn_facts: super::turns::TurnFacts::of(protocol),
+            projector: super::project::Projector::of(protocol),
             protocol,
         })
     }
@@ -123,6 +129,15 @@ impl Conn {
 
     /// Records and writes one message. A dead peer is not an error for the fake.
     pub fn send(&self, msg: Value) {
+        let mut msg = msg;
+        if let Some(p) = &self.fake.projector {
+            let method = msg.get("result").and_then(|_| {
+                lock(&self.session)
+                    .awaiting_method(&msg["id"])
+                    .map(str::to_string)
+            });
+            p.project(&mut msg, method.as_deref());
+        }
         let line = msg.to_string();
         self.fake.record(json!({"dir": "out", "msg": msg}));
         let mut sink = lock(&self.sink);

@@ -12,6 +12,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How a codex version plays turns where versions differ, from `schema/<V>/facts/turns.json`
+/// (each fact shown by that version's recordings; an absent fact is the newest version's way).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "snake_case", deny_unknown_fields)]
+pub struct TurnFacts {
+    /// `turn/diff/updated` again after every model response once the turn has a diff (instead
+    /// of once when the turn ends).
+    pub turn_diff_after_each_response: bool,
+}
+
+impl TurnFacts {
+    pub fn of(p: &crate::Protocol) -> TurnFacts {
+        // Checked by the protocol's tests: a facts file that does not parse is a build bug.
+        serde_json::from_str(p.turn_facts).unwrap_or_default()
+    }
+}
+
 /// Control of a running turn, shared with `turn/interrupt`, `turn/steer` and `thread/goal/set`.
 pub struct TurnCtl {
     pub thread_id: String,
@@ -267,7 +284,8 @@ fn play(
         };
         // How the real server closes a turn: read state (not after an interrupt), then idle
         // (a failed turn leaves the thread in `systemError`), then `turn/completed`.
-        if let (Ok(()), Some(diff)) = (&outcome, ctx.turn_diff.clone()) {
+        let diff_reported = conn.fake.turn_facts.turn_diff_after_each_response;
+        if let (Ok(()), Some(diff), false) = (&outcome, ctx.turn_diff.clone(), diff_reported) {
             ctx.notify("turn/diff/updated", json!({"diff": diff}));
         }
         match &outcome {
@@ -722,6 +740,11 @@ impl<'a> Ctx<'a> {
             json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
         );
         self.rate_limits();
+        if self.conn.fake.turn_facts.turn_diff_after_each_response {
+            if let Some(diff) = self.turn_diff.clone() {
+                self.notify("turn/diff/updated", json!({"diff": diff}));
+            }
+        }
         // An active goal is charged the response's tokens (and says so when they are any).
         // What a goal is charged: fresh input (cached input is not) and output.
         let spent = n("input") - n("cached") + n("output");
@@ -1621,5 +1644,16 @@ fn grandchild(conn: &Conn) {
         Err(e) => conn
             .fake
             .record(json!({"event": "scenario_error", "message": format!("grandchild: {e}")})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_version_s_turn_facts_parse() {
+        for p in crate::versions() {
+            serde_json::from_str::<super::TurnFacts>(p.turn_facts)
+                .unwrap_or_else(|e| panic!("schema/{}/facts/turns.json: {e}", p.version));
+        }
     }
 }

@@ -128,7 +128,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
         }
         let fake = harness::run(
             case,
-            &Server::Fake { bin: &bin },
+            &Server::Fake {
+                bin: &bin,
+                version: Some(&version),
+            },
             &work.join(&case.name).join("fake"),
         )
         .map_err(|e| format!("{}: fake run: {e}", case.name))?;
@@ -179,7 +182,10 @@ fn against_recordings(fake_bin: &Path, only: &[&String]) -> Result<(), String> {
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
         let fake = harness::run(
             case,
-            &Server::Fake { bin: fake_bin },
+            &Server::Fake {
+                bin: fake_bin,
+                version: None,
+            },
             &work.join(&case.name),
         );
         match fake.and_then(|f| compare(&recorded, &f)) {
