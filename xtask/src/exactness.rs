@@ -28,28 +28,47 @@ fn thousands(n: usize) -> String {
     out
 }
 
+/// A version's recorded turn scenarios and how many are listed as known differences. The rest
+/// are identical: `tests/turns.rs` fails on an unlisted difference and on a listed match.
+fn turn_counts(version: &str) -> Result<(usize, usize), String> {
+    let dir = crate::turns::corpus_dir(version);
+    let read = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let all = read
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".real.jsonl"))
+        .count();
+    let known = std::fs::read_to_string(dir.join("known_differences.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .count();
+    Ok((all, known))
+}
+
 /// The tables, as Markdown.
 pub fn tables() -> Result<String, String> {
     let versions = crate::codex_bin::versions()?;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| codex | differential conformance (generated cases over every method) | ignored-path oracle (poisoned keys, notification params) |"
+        "| codex | differential conformance (generated cases over every method) | ignored-path oracle (poisoned keys, notification params) | turn corpus (the fake's transcript against the real server's, after the masking rule) |"
     );
-    let _ = writeln!(out, "|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|");
     let mut corpora = Vec::new();
     for v in &versions {
         let conf = read_corpus(&crate::conformance::corpus_path(v))?;
         let oracle = read_corpus(&crate::oracle::corpus_path(v))?;
         let (c_ok, c_all) = totals(&compare(&conf, &|l| engine_predict(v, l)));
         let (o_ok, o_all) = totals(&compare(&oracle, &|l| engine_predict(v, l)));
+        let (t_all, t_known) = turn_counts(v)?;
         let _ = writeln!(
             out,
-            "| {v} | {} / {} byte-identical | {} / {} agree |",
+            "| {v} | {} / {} byte-identical | {} / {} agree | {} / {t_all} scenarios identical ({t_known} in `known_differences.txt`) |",
             thousands(c_ok),
             thousands(c_all),
             thousands(o_ok),
-            thousands(o_all)
+            thousands(o_all),
+            t_all - t_known,
         );
         corpora.push(conf);
     }
