@@ -461,7 +461,7 @@ impl Conn {
             "preview": info["preview"].as_str().unwrap_or(""),
             "ephemeral": info["ephemeral"].as_bool().unwrap_or(false),
             "section": null, "sectionEnteredAt": null, "projectId": null, "historyMode": "paginated",
-            "modelProvider": self.fake.config.provider, "model": self.model_of(info), "reasoningEffort": null,
+            "modelProvider": self.fake.config.provider, "model": self.model_of(info), "reasoningEffort": info["effort"],
             "createdAt": created, "updatedAt": updated, "recencyAt": updated,
             "status": status,
             "path": self.rollout_path(thread_id),
@@ -480,17 +480,75 @@ impl Conn {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
         json!({
             "thread": self.thread_payload(thread_id, info, with_turns),
-            "model": self.model_of(info), "modelProvider": self.fake.config.provider, "serviceTier": null,
+            "model": self.model_of(info), "modelProvider": self.fake.config.provider,
+            "serviceTier": info["serviceTier"],
             "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": [cwd],
             "instructionSources": [],
-            "approvalPolicy": info.get("approvalPolicy").cloned()
-                .unwrap_or_else(|| json!(self.fake.config.approval_policy)),
+            "approvalPolicy": self.approval_policy_of(info),
             "approvalsReviewer": info.get("approvalsReviewer").cloned()
                 .unwrap_or_else(|| json!("user")),
             "sandbox": self.fake.config.sandbox_policy(),
             "activePermissionProfile": self.fake.config.permission_profile(),
-            "reasoningEffort": null, "multiAgentMode": "explicitRequestOnly",
+            "reasoningEffort": info["effort"], "multiAgentMode": "explicitRequestOnly",
         })
+    }
+
+    fn approval_policy_of(&self, info: &Value) -> Value {
+        info.get("approvalPolicy")
+            .cloned()
+            .unwrap_or_else(|| json!(self.fake.config.approval_policy))
+    }
+
+    /// The collaboration mode a thread runs in (codex's default mode, with the thread's model
+    /// and effort).
+    fn collaboration_mode(&self, info: &Value) -> Value {
+        json!({"mode": "default", "settings": {"model": self.model_of(info),
+               "reasoning_effort": info["effort"], "developer_instructions": null}})
+    }
+
+    /// `thread/settings/updated`'s settings, in the real server's key order.
+    fn thread_settings(&self, info: &Value) -> Value {
+        let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        json!({
+            "disabledPluginIds": [], "cwd": cwd,
+            "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
+            "approvalPolicy": self.approval_policy_of(info),
+            "approvalsReviewer": info.get("approvalsReviewer").cloned()
+                .unwrap_or_else(|| json!("user")),
+            "sandboxPolicy": self.fake.config.sandbox_policy(),
+            "activePermissionProfile": self.fake.config.permission_profile(),
+            "model": self.model_of(info), "modelProvider": self.fake.config.provider,
+            "serviceTier": info["serviceTier"], "effort": info["effort"], "summary": info["summary"],
+            "collaborationMode": self.collaboration_mode(info),
+            "multiAgentMode": "explicitRequestOnly", "personality": info["personality"],
+        })
+    }
+
+    /// `turn/start`'s settings overrides (string-valued ones) stay with the thread; when they change its settings the
+    /// real server says so before the turn's result.
+    fn apply_turn_settings(&self, thread_id: &str, info: &Value, params: &Value) {
+        let mut next = info.clone();
+        for key in TURN_SETTINGS {
+            if params[key].is_string() {
+                next[key] = params[key].clone();
+            }
+        }
+        let settings = self.thread_settings(&next);
+        if settings == self.thread_settings(info) {
+            return;
+        }
+        self.fake.store.update(|d| {
+            let t = &mut d["threads"][thread_id];
+            for key in TURN_SETTINGS {
+                if !next[key].is_null() {
+                    t[key] = next[key].clone();
+                }
+            }
+        });
+        self.notify(
+            "thread/settings/updated",
+            json!({"threadId": thread_id, "threadSettings": settings}),
+        );
     }
 
     fn new_thread_info(&self, params: &Value) -> Value {
@@ -642,6 +700,17 @@ impl Conn {
             );
         }
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
+        let mut info = info;
+        if newly && self.fake.turn_facts.service_tier_not_resumed {
+            if let Some(t) = info.as_object_mut() {
+                t.remove("serviceTier");
+            }
+            self.fake.store.update(|d| {
+                if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+                    t.remove("serviceTier");
+                }
+            });
+        }
         if newly {
             self.notify(
                 "thread/status/changed",
@@ -676,17 +745,12 @@ impl Conn {
         let mut r = self.thread_response(thread_id, info, with_turns);
         // A resumed thread reports the git state of its cwd (a started one does not yet).
         r["thread"]["gitInfo"] = git_info(info["cwd"].as_str().unwrap_or("/"));
-        let model = self.model_of(info);
         let mut out = Map::new();
         for (k, v) in r.as_object_mut().map(std::mem::take).unwrap_or_default() {
             let after_effort = k == "reasoningEffort";
             out.insert(k, v);
             if after_effort {
-                out.insert(
-                    "collaborationMode".into(),
-                    json!({"mode": "default", "settings": {"model": model,
-                           "reasoning_effort": null, "developer_instructions": null}}),
-                );
+                out.insert("collaborationMode".into(), self.collaboration_mode(info));
             }
         }
         out.insert("initialTurnsPage".into(), Value::Null);
@@ -955,7 +1019,8 @@ impl Conn {
     // --- turns ---------------------------------------------------------------------------------
 
     fn turn_start(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.loaded(params)?;
+        let (thread_id, info) = self.loaded(params)?;
+        self.apply_turn_settings(&thread_id, &info, params);
         turns::start_for_request(self, id, &thread_id, params)
     }
 
@@ -1100,6 +1165,17 @@ fn check_uuid(id: &str, what: &str) -> Result<(), String> {
         .map(|_| ())
         .map_err(|e| format!("invalid {what} id: {e}"))
 }
+
+/// The `turn/start` params that change a thread's settings (and are kept with it).
+const TURN_SETTINGS: [&str; 7] = [
+    "approvalPolicy",
+    "approvalsReviewer",
+    "model",
+    "serviceTier",
+    "effort",
+    "summary",
+    "personality",
+];
 
 /// A client notification whose method the protocol does not know (the real server drops it
 /// silently; its params are the engine's business: dropped, whatever the method).

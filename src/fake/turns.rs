@@ -20,6 +20,8 @@ pub struct TurnFacts {
     /// `turn/diff/updated` again after every model response once the turn has a diff (instead
     /// of once when the turn ends).
     pub turn_diff_after_each_response: bool,
+    /// A service tier a turn set is not kept when another process resumes the thread.
+    pub service_tier_not_resumed: bool,
 }
 
 impl TurnFacts {
@@ -918,6 +920,17 @@ impl<'a> Ctx<'a> {
         self.conn.notify(method, Value::Object(m));
     }
 
+    /// The thread's approval policy (set by `thread/start` or `turn/start`), else the config's.
+    fn approval_policy(&self) -> String {
+        let data = self.conn.fake.store.load();
+        data["threads"][&self.ctl.thread_id]["approvalPolicy"]
+            .as_str()
+            .map_or_else(
+                || self.conn.fake.config.approval_policy.clone(),
+                str::to_string,
+            )
+    }
+
     fn cwd(&self) -> String {
         let data = self.conn.fake.store.load();
         data["threads"][&self.ctl.thread_id]["cwd"]
@@ -1089,7 +1102,7 @@ impl<'a> Ctx<'a> {
         };
         let session_ok = lock(&self.ctl.session_approved).contains(&raw);
         let ask = step["approval"].as_bool().unwrap_or(true)
-            && self.conn.fake.config.approval_policy != "never"
+            && self.approval_policy() != "never"
             && !session_ok;
         // Set when the command was approved: its item started before the request.
         let mut approved_at = None;
@@ -1258,7 +1271,7 @@ impl<'a> Ctx<'a> {
     /// writes nowhere, `danger-full-access` everywhere.
     fn needs_approval(&self, path: &str, cwd: &str) -> bool {
         let cfg = &self.conn.fake.config;
-        if cfg.approval_policy == "never" {
+        if self.approval_policy() == "never" {
             return false;
         }
         match cfg.sandbox_mode.as_str() {
