@@ -20,8 +20,14 @@ use std::path::Path;
 /// Notifications the real server emits from background tasks: their position against the turn's
 /// messages varies from run to run, so they are compared as a multiset, not by position.
 /// (`warning`: the unstable-features warning was seen on either side of the `thread/start`
-/// result.)
-pub const FLOATING: &[&str] = &["remoteControl/status/changed", "configWarning", "warning"];
+/// result; `thread/goal/cleared`: after a `thread/resume` result, on either side of the next
+/// request's result.)
+pub const FLOATING: &[&str] = &[
+    "remoteControl/status/changed",
+    "configWarning",
+    "warning",
+    "thread/goal/cleared",
+];
 
 /// Races of the real server that the comparison tolerates, and only these: right after
 /// `serverRequest/resolved`, the thread's status change and the item's completion come in

@@ -35,6 +35,14 @@ pub struct Case {
     pub steer: Option<String>,
     #[serde(default)]
     pub steer_on: Option<String>,
+    /// Kill the server process (SIGKILL: a crash) once this notification arrives in a turn
+    /// (`method` or `method:itemType`); a new process resumes the thread (its turns included)
+    /// before the next input.
+    #[serde(default)]
+    pub kill_on: Option<String>,
+    /// The turn (0-based) `kill_on` applies to.
+    #[serde(default)]
+    pub kill_in_turn: usize,
     /// Before turn N (0-based), end the server process and start a new one that resumes the
     /// thread.
     #[serde(default)]
@@ -239,6 +247,38 @@ impl Peer {
         Ok(id)
     }
 
+    /// Kills the server process outright, as a crash would: the fake itself, or the real codex
+    /// under `scripted` (its pid from the transcript's last `spawn`; the wrapper then ends).
+    fn crash(&mut self, server: &Server, l: &Layout) {
+        let pid = match server {
+            Server::Fake { .. } => Some(self.child.id() as i32),
+            Server::Real { .. } => std::fs::read_to_string(l.transcript())
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|e| e["event"] == "spawn")
+                .last()
+                .and_then(|e| e["pid"].as_i64())
+                .map(|p| p as i32),
+        };
+        if let Some(pid) = pid {
+            // SAFETY: kill(2) on a pid this run started.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     fn close(mut self) {
         self.stdin.take();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -410,7 +450,21 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
             params.insert("input".into(), json!([{"type": "text", "text": text}]));
             params.extend(case.turn_params.clone());
             p.request("turn/start", Value::Object(params))?;
-            c.pump(&mut p, &mut |m| m["method"] == "turn/completed")?;
+            let kill_on = case.kill_on.as_deref().filter(|_| n == case.kill_in_turn);
+            let end = c.pump(&mut p, &mut |m| {
+                m["method"] == "turn/completed" || kill_on.is_some_and(|k| matches_trigger(k, m))
+            })?;
+            if end["method"] != "turn/completed" {
+                // The real server persists some state (the thread's read state) from background
+                // tasks a moment after the trigger: a crash in that moment loses it or not, by
+                // timing. Crashing a little later makes the run repeatable.
+                std::thread::sleep(Duration::from_millis(300));
+                p.crash(server, &l);
+                p = Peer::spawn(server, &l)?;
+                c.initialize(&mut p)?;
+                let id = p.request("thread/resume", json!({"threadId": thread}))?;
+                c.response(&mut p, id)?;
+            }
         }
         if case.compact {
             p.request("thread/compact/start", json!({"threadId": thread}))?;

@@ -439,8 +439,18 @@ impl Conn {
                 .into_iter()
                 .flatten()
                 .map(|t| {
+                    // A turn still in progress in the store but running nowhere here: its
+                    // process died mid-turn, which the real server reports as an interrupt.
+                    let running = lock(&self.fake.active)
+                        .get(thread_id)
+                        .is_some_and(|c| t["id"] == c.turn_id().as_str());
+                    let status = if t["status"] == "inProgress" && !running {
+                        json!("interrupted")
+                    } else {
+                        t["status"].clone()
+                    };
                     json!({"id": t["id"], "rootTurnId": t["id"], "items": t["items"],
-                           "itemsView": "full", "status": t["status"],
+                           "itemsView": "full", "status": status,
                            "error": t.get("error").cloned().unwrap_or(Value::Null),
                            "startedAt": t.get("startedAt").cloned().unwrap_or(Value::Null),
                            "completedAt": t.get("completedAt").cloned().unwrap_or(Value::Null),
@@ -719,7 +729,9 @@ impl Conn {
         }
         self.result(id, self.resume_response(&thread_id, &info, with_turns));
         // A resumed thread with turns reports its usage, as of its last turn.
-        if let Some(last_turn) = info["turns"].as_array().and_then(|t| t.last()) {
+        // (Only once a model response has reported usage: a turn that died first left none.)
+        let last_turn = info["turns"].as_array().and_then(|t| t.last());
+        if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
             let zeros = turns::breakdown(0, 0, 0, 0);
             let or_zeros = |v: &Value| {
                 if v.is_object() {

@@ -253,6 +253,8 @@ fn play(
         ctx.rollout = Rollout::load(&thread["rollout"]);
         let first = ctx.rollout.ordinal == 0;
         ctx.rollout.turn_started(first);
+        ctx.started_ms = now_ms();
+        ctx.checkpoint();
         ctx.status(json!({"type": "active", "activeFlags": []}));
         conn.notify(
             "turn/started",
@@ -318,17 +320,7 @@ fn play(
         rollout.add(1);
         let mut stored = turn.clone();
         stored["items"] = json!(ctx.items);
-        conn.fake.store.update(|d| {
-            let t = &mut d["threads"][&thread_id];
-            if !t["turns"].is_array() {
-                t["turns"] = json!([]);
-            }
-            if let Some(ts) = t["turns"].as_array_mut() {
-                ts.push(stored.clone());
-            }
-            t["rollout"] = rollout.to_json();
-            t["updatedAt"] = json!(now_secs());
-        });
+        save_turn(conn, &thread_id, &stored, rollout);
         conn.write_rollout(&thread_id);
         if last {
             lock(&conn.fake.active).remove(&thread_id);
@@ -366,6 +358,26 @@ struct Ctx<'a> {
     /// The real rollout's entry ordinals, as far as this turn has written them (see
     /// [`Rollout`]).
     rollout: Rollout,
+    /// When the turn started (its stored duration, should the process die mid-turn).
+    started_ms: i64,
+}
+
+/// Stores a turn (replacing the one with its id) and where the rollout stands.
+fn save_turn(conn: &Conn, thread_id: &str, turn: &Value, rollout: Rollout) {
+    conn.fake.store.update(|d| {
+        let t = &mut d["threads"][thread_id];
+        if !t["turns"].is_array() {
+            t["turns"] = json!([]);
+        }
+        if let Some(ts) = t["turns"].as_array_mut() {
+            match ts.iter_mut().find(|x| x["id"] == turn["id"]) {
+                Some(x) => *x = turn.clone(),
+                None => ts.push(turn.clone()),
+            }
+        }
+        t["rollout"] = rollout.to_json();
+        t["updatedAt"] = json!(now_secs());
+    });
 }
 
 /// Where the real server's rollout of a thread stands: the ordinal of its last entry, of the
@@ -511,6 +523,7 @@ impl<'a> Ctx<'a> {
             turn_diff: None,
             open: false,
             rollout: Rollout::default(),
+            started_ms: now_ms(),
         };
         c.next_response();
         c
@@ -620,11 +633,6 @@ impl<'a> Ctx<'a> {
         let mut item = item;
         item["startedAtMs"] = json!(started_at);
         item["completedAtMs"] = json!(at);
-        self.item_notify(
-            "item/completed",
-            json!({"item": item}),
-            json!({"contentTokenCount": null, "completedAtMs": at}),
-        );
         match item["type"].as_str() {
             Some("agentMessage") => self.messages.push(item.clone()),
             // The turn's answer is what the model said after the last user input.
@@ -633,7 +641,34 @@ impl<'a> Ctx<'a> {
         }
         self.rollout
             .completed(item["type"].as_str().unwrap_or_default());
-        self.items.push(item);
+        self.items.push(item.clone());
+        // Stored before the client hears of it, as the real server writes its rollout first.
+        self.checkpoint();
+        self.item_notify(
+            "item/completed",
+            json!({"item": item}),
+            json!({"contentTokenCount": null, "completedAtMs": at}),
+        );
+    }
+
+    /// Stores the turn as far as it has gone: what the real server's rollout holds should the
+    /// process die now (a resumed thread then shows it `interrupted`).
+    fn checkpoint(&self) {
+        let turn = json!({"id": self.turn_id, "status": "inProgress", "items": self.items,
+                          "error": null, "startedAt": self.started_ms / 1000,
+                          "completedAt": now_secs(), "durationMs": now_ms() - self.started_ms});
+        save_turn(self.conn, &self.ctl.thread_id, &turn, self.rollout);
+        // The agent's words are what a reader has not read yet: the first turn with an answer
+        // is the thread's first unread one, even if its process dies before the turn ends.
+        if self.items.iter().any(|i| i["type"] == "agentMessage") {
+            let thread_id = &self.ctl.thread_id;
+            self.conn.fake.store.update(|d| {
+                let f = &mut d["threads"][thread_id]["firstUnread"];
+                if !f.is_string() {
+                    *f = json!(self.turn_id);
+                }
+            });
+        }
     }
 
     fn item(&mut self, item: Value) {
