@@ -255,9 +255,9 @@ impl Peer {
             Server::Real { .. } => std::fs::read_to_string(l.transcript())
                 .unwrap_or_default()
                 .lines()
+                .rev()
                 .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .filter(|e| e["event"] == "spawn")
-                .last()
+                .find(|e| e["event"] == "spawn")
                 .and_then(|e| e["pid"].as_i64())
                 .map(|p| p as i32),
         };
