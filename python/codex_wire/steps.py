@@ -147,7 +147,12 @@ def error_note(message: str = "stream dropped") -> dict:
 
 
 def user_input(questions: Optional[list[dict]] = None) -> dict:
-    """The model asks the user (``item/tool/requestUserInput``)."""
+    """The model asks the user (``item/tool/requestUserInput``).
+
+    Reaches the client only with feature ``default_mode_request_user_input`` on (``--enable``,
+    or ``[features]`` in config.toml) and options for every question; otherwise codex answers the
+    model itself and the client sees nothing, on the fake as on the real server.
+    """
     if questions is not None:
         if not isinstance(questions, list) or not all(isinstance(q, dict) for q in questions):
             raise TypeError("questions must be a list of dicts")
@@ -159,7 +164,10 @@ def user_input(questions: Optional[list[dict]] = None) -> dict:
 
 
 def tool_call(tool: str, arguments: Any = None, *, namespace: Optional[str] = None) -> dict:
-    """A call of a dynamic tool the client registered (``dynamicTools``)."""
+    """A call of a dynamic tool the client registered (``dynamicTools`` of ``thread/start``).
+
+    A name the thread did not declare never reaches the client (codex answers the model).
+    """
     _str("tool", tool)
     _str("namespace", namespace, optional=True)
     return _step("tool_call", tool=tool, arguments=arguments, namespace=namespace)
