@@ -512,8 +512,24 @@ impl Conn {
     /// The collaboration mode a thread runs in (codex's default mode, with the thread's model
     /// and effort).
     fn collaboration_mode(&self, info: &Value) -> Value {
+        if info["collaborationMode"].is_object() {
+            return info["collaborationMode"].clone();
+        }
         json!({"mode": "default", "settings": {"model": self.model_of(info),
                "reasoning_effort": info["effort"], "developer_instructions": null}})
+    }
+
+    /// A `turn/start` `collaborationMode` as the thread keeps it: Plan mode without
+    /// instructions gets codex's built-in ones.
+    fn requested_mode(&self, mode: &Value) -> Value {
+        let settings = &mode["settings"];
+        let mut instructions = settings["developer_instructions"].clone();
+        if instructions.is_null() && mode["mode"] == "plan" {
+            instructions = json!(self.fake.turn_facts.plan_mode_instructions);
+        }
+        json!({"mode": mode["mode"], "settings": {"model": settings["model"],
+               "reasoning_effort": settings["reasoning_effort"],
+               "developer_instructions": instructions}})
     }
 
     /// `thread/settings/updated`'s settings, in the real server's key order.
@@ -543,15 +559,18 @@ impl Conn {
                 next[key] = params[key].clone();
             }
         }
+        if params["collaborationMode"].is_object() {
+            next["collaborationMode"] = self.requested_mode(&params["collaborationMode"]);
+        }
         let settings = self.thread_settings(&next);
         if settings == self.thread_settings(info) {
             return;
         }
         self.fake.store.update(|d| {
             let t = &mut d["threads"][thread_id];
-            for key in TURN_SETTINGS {
-                if !next[key].is_null() {
-                    t[key] = next[key].clone();
+            for key in TURN_SETTINGS.iter().chain(&["collaborationMode"]) {
+                if !next[*key].is_null() {
+                    t[*key] = next[*key].clone();
                 }
             }
         });

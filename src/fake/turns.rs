@@ -22,6 +22,10 @@ pub struct TurnFacts {
     pub turn_diff_after_each_response: bool,
     /// A service tier a turn set is not kept when another process resumes the thread.
     pub service_tier_not_resumed: bool,
+    /// codex's built-in Plan-mode instructions: the `developer_instructions` of a
+    /// `collaborationMode` in Plan mode that a `turn/start` left null (taken from the
+    /// recording of `26c_user_input_plan_mode`).
+    pub plan_mode_instructions: Option<String>,
 }
 
 impl TurnFacts {
@@ -658,17 +662,6 @@ impl<'a> Ctx<'a> {
                           "error": null, "startedAt": self.started_ms / 1000,
                           "completedAt": now_secs(), "durationMs": now_ms() - self.started_ms});
         save_turn(self.conn, &self.ctl.thread_id, &turn, self.rollout);
-        // The agent's words are what a reader has not read yet: the first turn with an answer
-        // is the thread's first unread one, even if its process dies before the turn ends.
-        if self.items.iter().any(|i| i["type"] == "agentMessage") {
-            let thread_id = &self.ctl.thread_id;
-            self.conn.fake.store.update(|d| {
-                let f = &mut d["threads"][thread_id]["firstUnread"];
-                if !f.is_string() {
-                    *f = json!(self.turn_id);
-                }
-            });
-        }
     }
 
     fn item(&mut self, item: Value) {
@@ -1342,14 +1335,18 @@ impl<'a> Ctx<'a> {
 
     /// `request_user_input`: outside Plan mode (unless `default_mode_request_user_input` is on)
     /// and without options for every question the tool answers the model with an error and
-    /// the client sees nothing; otherwise a non-blocking request every question of which the
-    /// server opens to free-form answers (`isOther`).
+    /// the client sees nothing; otherwise a request (blocking in Plan mode) every question
+    /// of which the server opens to free-form answers (`isOther`).
     fn user_input(&mut self, step: &Value) {
         let id = self.model_id("call");
         let features = &self.conn.fake.config.features;
-        if !features
-            .iter()
-            .any(|f| f == "default_mode_request_user_input")
+        let plan = self.conn.fake.store.load()["threads"][&self.ctl.thread_id]["collaborationMode"]
+            ["mode"]
+            == "plan";
+        if !plan
+            && !features
+                .iter()
+                .any(|f| f == "default_mode_request_user_input")
         {
             return;
         }
@@ -1372,7 +1369,7 @@ impl<'a> Ctx<'a> {
         };
         self.status(json!({"type": "active", "activeFlags": ["waitingOnUserInput"]}));
         let params = self.scope(json!({"itemId": id, "questions": questions,
-                                       "isBlocking": false, "autoResolutionMs": null}));
+                                       "isBlocking": plan, "autoResolutionMs": null}));
         self.approval("item/tool/requestUserInput", params, step);
         self.status(json!({"type": "active", "activeFlags": []}));
     }
