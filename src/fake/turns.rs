@@ -26,6 +26,8 @@ pub struct TurnFacts {
     /// `collaborationMode` in Plan mode that a `turn/start` left null (taken from the
     /// recording of `26c_user_input_plan_mode`).
     pub plan_mode_instructions: Option<String>,
+    /// A plan item's id is `<turn id>-plan` (else a fresh uuid).
+    pub plan_item_id_from_turn: bool,
 }
 
 impl TurnFacts {
@@ -426,6 +428,10 @@ impl Rollout {
         match item_type {
             "userMessage" => {
                 self.item = self.add(2);
+            }
+            // A plan is part of the answer's response item.
+            "plan" => {
+                self.item = self.add(1);
             }
             "agentMessage" | "reasoning" | "contextCompaction" => {
                 self.item = self.add(1);
@@ -1418,13 +1424,59 @@ impl<'a> Ctx<'a> {
         let at = self.started(&agent_message(&id, "", &phase));
         let chars: Vec<char> = text.chars().collect();
         let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
-        for delta in split_chunks(&chars, chunks) {
-            self.notify(
-                "item/agentMessage/delta",
-                json!({"itemId": id, "delta": delta}),
-            );
+        let plan_mode = self.conn.fake.store.load()["threads"][&self.ctl.thread_id]
+            ["collaborationMode"]["mode"]
+            == "plan";
+        if !plan_mode {
+            for delta in split_chunks(&chars, chunks) {
+                self.notify(
+                    "item/agentMessage/delta",
+                    json!({"itemId": id, "delta": delta}),
+                );
+            }
+            self.completed(agent_message(&id, &text, &phase), at);
+            return;
         }
-        self.completed(agent_message(&id, &text, &phase), at);
+        // Plan mode: a `<proposed_plan>` block of the answer is streamed as a plan item of its
+        // own; the plan items complete when the message does, just before it.
+        let mut split = PlanSplit::default();
+        let mut plans: Vec<(String, i64, String)> = Vec::new();
+        let mut answer = String::new();
+        let last = split_chunks(&chars, chunks).len();
+        for (n, delta) in split_chunks(&chars, chunks).into_iter().enumerate() {
+            let mut segs = split.feed(&delta);
+            if n + 1 == last {
+                segs.extend(split.finish());
+            }
+            for seg in segs {
+                match seg {
+                    Seg::Answer(t) => {
+                        answer.push_str(&t);
+                        self.notify("item/agentMessage/delta", json!({"itemId": id, "delta": t}));
+                    }
+                    Seg::PlanStart => {
+                        let pid = if self.conn.fake.turn_facts.plan_item_id_from_turn {
+                            format!("{}-plan", self.turn_id)
+                        } else {
+                            uuid::Uuid::now_v7().to_string()
+                        };
+                        let at = self.started(&json!({"type": "plan", "id": pid, "text": ""}));
+                        plans.push((pid, at, String::new()));
+                    }
+                    Seg::Plan(t) => {
+                        if let Some((pid, _, text)) = plans.last_mut() {
+                            text.push_str(&t);
+                            let pid = pid.clone();
+                            self.notify("item/plan/delta", json!({"itemId": pid, "delta": t}));
+                        }
+                    }
+                }
+            }
+        }
+        for (pid, at, text) in plans {
+            self.completed(json!({"type": "plan", "id": pid, "text": text}), at);
+        }
+        self.completed(agent_message(&id, &answer, &phase), at);
     }
 
     /// Keeps the turn busy for `seconds`, a delta every `interval` (a model at work).
@@ -1464,6 +1516,77 @@ impl<'a> Ctx<'a> {
 }
 
 /// An `agentMessage` item with the keys the real server always sends.
+/// A piece of a Plan-mode answer as it streams.
+#[derive(Debug, PartialEq)]
+enum Seg {
+    Answer(String),
+    PlanStart,
+    Plan(String),
+}
+
+/// Splits a streamed Plan-mode answer as codex does: a line `<proposed_plan>` opens a plan and a
+/// line `</proposed_plan>` closes it (the tag lines and their newlines belong to neither); text
+/// that may still become a tag line is held until it is or is not one.
+#[derive(Default)]
+struct PlanSplit {
+    in_plan: bool,
+    mid_line: bool,
+    pending: String,
+}
+
+impl PlanSplit {
+    fn feed(&mut self, chunk: &str) -> Vec<Seg> {
+        let mut out = Vec::new();
+        for c in chunk.chars() {
+            if !self.mid_line || !self.pending.is_empty() {
+                self.pending.push(c);
+                let line = if self.in_plan {
+                    "</proposed_plan>\n"
+                } else {
+                    "<proposed_plan>\n"
+                };
+                if self.pending == line {
+                    self.pending.clear();
+                    if !self.in_plan {
+                        out.push(Seg::PlanStart);
+                    }
+                    self.in_plan = !self.in_plan;
+                    self.mid_line = false;
+                } else if line.starts_with(&self.pending) {
+                    self.mid_line = true;
+                } else {
+                    let held = std::mem::take(&mut self.pending);
+                    self.mid_line = !held.ends_with('\n');
+                    self.text(&held, &mut out);
+                }
+                continue;
+            }
+            self.mid_line = c != '\n';
+            self.text(&c.to_string(), &mut out);
+        }
+        out
+    }
+
+    /// The end of the answer: what was held is text after all.
+    fn finish(&mut self) -> Vec<Seg> {
+        let mut out = Vec::new();
+        let held = std::mem::take(&mut self.pending);
+        self.text(&held, &mut out);
+        out
+    }
+
+    fn text(&self, t: &str, out: &mut Vec<Seg>) {
+        if t.is_empty() {
+            return;
+        }
+        match (out.last_mut(), self.in_plan) {
+            (Some(Seg::Plan(p)), true) | (Some(Seg::Answer(p)), false) => p.push_str(t),
+            (_, true) => out.push(Seg::Plan(t.to_string())),
+            (_, false) => out.push(Seg::Answer(t.to_string())),
+        }
+    }
+}
+
 fn agent_message(id: &str, text: &str, phase: &Value) -> Value {
     json!({"type": "agentMessage", "moderation": null, "id": id, "text": text, "phase": phase,
            "memoryCitation": null, "delivery": null, "questions": null})
@@ -1694,6 +1817,43 @@ fn grandchild(conn: &Conn) {
 
 #[cfg(test)]
 mod tests {
+    use super::{PlanSplit, Seg};
+
+    fn split(chunks: &[&str]) -> Vec<Seg> {
+        let mut p = PlanSplit::default();
+        let mut out: Vec<Seg> = chunks.iter().flat_map(|c| p.feed(c)).collect();
+        out.extend(p.finish());
+        out
+    }
+
+    #[test]
+    fn a_proposed_plan_is_split_off_the_answer_as_codex_streams_it() {
+        // Recorded (31b): tag lines held across chunks, their newlines dropped.
+        assert_eq!(
+            split(&[
+                "Intro.", "\n<prop", "osed_p", "lan>\nA", "\n</pro", "posed_", "plan>\n", "Outro."
+            ]),
+            vec![
+                Seg::Answer("Intro.".into()),
+                Seg::Answer("\n".into()),
+                Seg::PlanStart,
+                Seg::Plan("A".into()),
+                Seg::Plan("\n".into()),
+                Seg::Answer("Outro.".into()),
+            ]
+        );
+        // Not a tag line: the held text is the answer's after all, at once or at the end.
+        assert_eq!(
+            split(&["<prop", "er>\n", "<pro"]),
+            vec![Seg::Answer("<proper>\n".into()), Seg::Answer("<pro".into())]
+        );
+        // A tag in mid-line is text.
+        assert_eq!(
+            split(&["a <proposed_plan>\n"]),
+            vec![Seg::Answer("a <proposed_plan>\n".into())]
+        );
+    }
+
     #[test]
     fn every_version_s_turn_facts_parse() {
         for p in crate::versions() {
