@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from codex_wire import command, message, steps, turn, usage
+from codex_wire import command, goal, message, steps, turn, usage
 
 INIT = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
 
@@ -32,6 +32,10 @@ def test_helpers_check_their_fields_when_the_scenario_is_written():
         command(" ")
     with pytest.raises(ValueError, match="unknown kind 'mesage'"):
         steps.check_turns([{"steps": [{"kind": "mesage", "text": "x"}]}])
+    # The model's `update_goal`: only what codex's tool lets the model set.
+    assert goal() == {"kind": "goal", "status": "complete"}
+    with pytest.raises(ValueError, match="status must be one of complete, blocked"):
+        goal("paused")
     # Plain dicts (the seed's scenarios) are checked the same way.
     with pytest.raises(ValueError, match=r"step 1 \(command\): missing 'command'"):
         steps.check_turns([{"steps": [{"kind": "message", "text": "x"}, {"kind": "command"}]}])
