@@ -54,6 +54,10 @@ pub struct Case {
     /// turns the server runs on its own until the goal is no longer active.
     #[serde(default)]
     pub goal: Option<String>,
+    /// After the turns, these requests in order (`{"method", "params"}`; see [`substitute`] for
+    /// the placeholders), each answered before the next: what a client reads back.
+    #[serde(default)]
+    pub after: Vec<Value>,
     /// After the turns, ask for a compaction and wait for it.
     #[serde(default)]
     pub compact: bool,
@@ -379,6 +383,19 @@ impl Client<'_> {
     }
 }
 
+/// Fills an `after` request's placeholders: the string `${thread}` is the thread's id,
+/// `${nextCursor}` / `${backwardsCursor}` the previous request's result's cursor.
+fn substitute(v: &mut Value, thread: &str, previous: &Value) {
+    match v {
+        Value::String(s) if s == "${thread}" => *v = json!(thread),
+        Value::String(s) if s == "${nextCursor}" => *v = previous["nextCursor"].clone(),
+        Value::String(s) if s == "${backwardsCursor}" => *v = previous["backwardsCursor"].clone(),
+        Value::Array(a) => a.iter_mut().for_each(|x| substitute(x, thread, previous)),
+        Value::Object(o) => o.values_mut().for_each(|x| substitute(x, thread, previous)),
+        _ => {}
+    }
+}
+
 /// `method` or `method:itemType` (e.g. `item/completed:agentMessage`).
 fn matches_trigger(trigger: &str, msg: &Value) -> bool {
     let (method, item) = match trigger.split_once(':') {
@@ -465,6 +482,16 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
                 let id = p.request("thread/resume", json!({"threadId": thread}))?;
                 c.response(&mut p, id)?;
             }
+        }
+        let mut last = Value::Null;
+        for req in &case.after {
+            let mut params = req["params"].clone();
+            substitute(&mut params, &thread, &last["result"]);
+            let method = req["method"]
+                .as_str()
+                .ok_or("an `after` request without a method")?;
+            let id = p.request(method, params)?;
+            last = c.response(&mut p, id)?;
         }
         if case.compact {
             p.request("thread/compact/start", json!({"threadId": thread}))?;

@@ -350,6 +350,7 @@ impl Conn {
             "thread/resume" => self.thread_resume(id, params),
             "thread/fork" => self.thread_fork(id, params),
             "thread/read" => self.thread_read(id, params),
+            "thread/turns/list" => self.turns_list(id, params),
             "thread/list" => self.thread_list(id, params),
             "thread/archive" => self.thread_archive(id, params, true),
             "thread/unarchive" => self.thread_archive(id, params, false),
@@ -423,6 +424,37 @@ impl Conn {
             .map_or_else(|| self.fake.config.model.clone(), str::to_string)
     }
 
+    /// A stored turn as the real server lists it: `view` `full` (every item), `summary` (the
+    /// first user message and the final answer) or `notLoaded`.
+    fn turn_payload(&self, thread_id: &str, t: &Value, view: &str) -> Value {
+        // A turn still in progress in the store but running nowhere here: its process died
+        // mid-turn, which the real server reports as an interrupt.
+        let running = lock(&self.fake.active)
+            .get(thread_id)
+            .is_some_and(|c| t["id"] == c.turn_id().as_str());
+        let status = if t["status"] == "inProgress" && !running {
+            json!("interrupted")
+        } else {
+            t["status"].clone()
+        };
+        let all = t["items"].as_array().cloned().unwrap_or_default();
+        let items: Vec<Value> = match view {
+            "notLoaded" => Vec::new(),
+            "summary" => {
+                let user = all.iter().find(|i| i["type"] == "userMessage");
+                let answer = all.iter().rev().find(|i| i["type"] == "agentMessage");
+                user.into_iter().chain(answer).cloned().collect()
+            }
+            _ => all,
+        };
+        json!({"id": t["id"], "rootTurnId": t["id"], "items": items,
+               "itemsView": view, "status": status,
+               "error": t.get("error").cloned().unwrap_or(Value::Null),
+               "startedAt": t.get("startedAt").cloned().unwrap_or(Value::Null),
+               "completedAt": t.get("completedAt").cloned().unwrap_or(Value::Null),
+               "durationMs": t.get("durationMs").cloned().unwrap_or(Value::Null)})
+    }
+
     /// The full `Thread` object, shaped like the real server's.
     pub fn thread_payload(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
@@ -438,24 +470,7 @@ impl Conn {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|t| {
-                    // A turn still in progress in the store but running nowhere here: its
-                    // process died mid-turn, which the real server reports as an interrupt.
-                    let running = lock(&self.fake.active)
-                        .get(thread_id)
-                        .is_some_and(|c| t["id"] == c.turn_id().as_str());
-                    let status = if t["status"] == "inProgress" && !running {
-                        json!("interrupted")
-                    } else {
-                        t["status"].clone()
-                    };
-                    json!({"id": t["id"], "rootTurnId": t["id"], "items": t["items"],
-                           "itemsView": "full", "status": status,
-                           "error": t.get("error").cloned().unwrap_or(Value::Null),
-                           "startedAt": t.get("startedAt").cloned().unwrap_or(Value::Null),
-                           "completedAt": t.get("completedAt").cloned().unwrap_or(Value::Null),
-                           "durationMs": t.get("durationMs").cloned().unwrap_or(Value::Null)})
-                })
+                .map(|t| self.turn_payload(thread_id, t, "full"))
                 .collect()
         } else {
             vec![]
@@ -917,9 +932,68 @@ impl Conn {
     fn thread_read(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
         let with_turns = params["includeTurns"].as_bool() == Some(true);
+        if with_turns {
+            self.notify(
+                "deprecationNotice",
+                json!({"summary": "Full-history hydration is deprecated for paginated threads; \
+                                   omit `includeTurns` or set it to `false`, then page with \
+                                   `thread/turns/list` and `thread/items/list`.", "details": null}),
+            );
+        }
         self.result(
             id,
-            json!({"thread": self.thread_payload(&thread_id, &info, with_turns)}),
+            json!({"thread": self.thread_payload(&thread_id, &info, with_turns),
+                   "readState": read_state(&info)}),
+        );
+        Ok(())
+    }
+
+    /// `thread/turns/list`: pages of the stored turns by rollout position (newest first by
+    /// default), the real server's cursors, summary items by default.
+    fn turns_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
+        let asc = params["sortDirection"] == "asc";
+        let view = params["itemsView"].as_str().unwrap_or("summary");
+        let anchor: Option<(u64, bool)> = params["cursor"].as_str().map(|c| {
+            let c: Value = serde_json::from_str(c).unwrap_or(Value::Null);
+            (
+                c["rolloutOrdinal"].as_u64().unwrap_or(0),
+                c["includeAnchor"].as_bool().unwrap_or(false),
+            )
+        });
+        let mut turns: Vec<Value> = info["turns"].as_array().cloned().unwrap_or_default();
+        let ord = |t: &Value| t["rolloutOrdinal"].as_u64().unwrap_or(0);
+        turns.sort_by_key(ord);
+        if !asc {
+            turns.reverse();
+        }
+        turns.retain(|t| match anchor {
+            None => true,
+            Some((a, incl)) => {
+                let o = ord(t);
+                (incl && o == a) || if asc { o > a } else { o < a }
+            }
+        });
+        let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
+        let more = turns.len() > limit;
+        turns.truncate(limit);
+        let cursor = |t: Option<&Value>, include: bool| match t {
+            Some(t) => json!(
+                json!({"requestedThreadId": thread_id, "rolloutOrdinal": ord(t),
+                                    "includeAnchor": include, "scope": {"kind": "turns"}})
+                .to_string()
+            ),
+            None => Value::Null,
+        };
+        let next = cursor(turns.last().filter(|_| more), false);
+        let back = cursor(turns.first(), true);
+        let data: Vec<Value> = turns
+            .iter()
+            .map(|t| self.turn_payload(&thread_id, t, view))
+            .collect();
+        self.result(
+            id,
+            json!({"data": data, "nextCursor": next, "backwardsCursor": back}),
         );
         Ok(())
     }
@@ -1195,6 +1269,20 @@ fn check_uuid(id: &str, what: &str) -> Result<(), String> {
     uuid::Uuid::parse_str(id)
         .map(|_| ())
         .map_err(|e| format!("invalid {what} id: {e}"))
+}
+
+/// A thread's read state as `thread/read` reports it: none until a turn has ended.
+fn read_state(info: &Value) -> Value {
+    match info["readRevision"].as_str() {
+        Some(revision) => {
+            let first = match info["firstUnread"].as_str() {
+                Some(t) => json!({"type": "turn", "turnId": t}),
+                None => Value::Null,
+            };
+            json!({"firstUnread": first, "revision": revision})
+        }
+        None => Value::Null,
+    }
 }
 
 /// The `turn/start` params that change a thread's settings (and are kept with it).

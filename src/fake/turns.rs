@@ -326,6 +326,8 @@ fn play(
         rollout.add(1);
         let mut stored = turn.clone();
         stored["items"] = json!(ctx.items);
+        // Where the turn starts in the rollout: what `thread/turns/list` cursors name.
+        stored["rolloutOrdinal"] = json!(rollout.turn);
         save_turn(conn, &thread_id, &stored, rollout);
         conn.write_rollout(&thread_id);
         if last {
@@ -608,8 +610,12 @@ impl<'a> Ctx<'a> {
     /// marked read (this fake's clients never do).
     fn read_state(&self) {
         let thread_id = self.ctl.thread_id.clone();
+        let revision = uuid::Uuid::new_v4().to_string();
         let first = self.conn.fake.store.update(|d| {
-            let f = &mut d["threads"][&thread_id]["firstUnread"];
+            let t = &mut d["threads"][&thread_id];
+            // The revision `thread/read` reports until the read state changes again.
+            t["readRevision"] = json!(revision);
+            let f = &mut t["firstUnread"];
             if !f.is_string() {
                 *f = json!(self.turn_id);
             }
@@ -619,7 +625,7 @@ impl<'a> Ctx<'a> {
             "thread/readState/changed",
             json!({"threadId": self.ctl.thread_id,
                    "readState": {"firstUnread": {"type": "turn", "turnId": first},
-                                 "revision": uuid::Uuid::now_v7().to_string()}}),
+                                 "revision": revision}}),
         );
     }
 
@@ -666,7 +672,8 @@ impl<'a> Ctx<'a> {
     fn checkpoint(&self) {
         let turn = json!({"id": self.turn_id, "status": "inProgress", "items": self.items,
                           "error": null, "startedAt": self.started_ms / 1000,
-                          "completedAt": now_secs(), "durationMs": now_ms() - self.started_ms});
+                          "completedAt": now_secs(), "durationMs": now_ms() - self.started_ms,
+                          "rolloutOrdinal": self.rollout.turn});
         save_turn(self.conn, &self.ctl.thread_id, &turn, self.rollout);
     }
 
