@@ -351,6 +351,7 @@ impl Conn {
             "thread/fork" => self.thread_fork(id, params),
             "thread/read" => self.thread_read(id, params),
             "thread/turns/list" => self.turns_list(id, params),
+            "thread/items/list" => self.items_list(id, params),
             "thread/list" => self.thread_list(id, params),
             "thread/archive" => self.thread_archive(id, params, true),
             "thread/unarchive" => self.thread_archive(id, params, false),
@@ -944,6 +945,60 @@ impl Conn {
             id,
             json!({"thread": self.thread_payload(&thread_id, &info, with_turns),
                    "readState": read_state(&info)}),
+        );
+        Ok(())
+    }
+
+    /// `thread/items/list`: pages of the stored items by rollout position (oldest first by
+    /// default; `turnId` keeps one turn's), with the real server's cursors.
+    fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
+        let desc = params["sortDirection"] == "desc";
+        let anchor = params["cursor"].as_str().map(|c| {
+            let c: Value = serde_json::from_str(c).unwrap_or(Value::Null);
+            (
+                c["rolloutOrdinal"].as_u64().unwrap_or(0),
+                c["includeAnchor"].as_bool().unwrap_or(false),
+            )
+        });
+        let mut entries: Vec<(u64, Value)> = Vec::new();
+        for t in info["turns"].as_array().into_iter().flatten() {
+            if params["turnId"].is_string() && t["id"] != params["turnId"] {
+                continue;
+            }
+            let ords = t["itemOrdinals"].as_array().cloned().unwrap_or_default();
+            for (item, ord) in t["items"].as_array().into_iter().flatten().zip(ords) {
+                entries.push((
+                    ord.as_u64().unwrap_or(0),
+                    json!({"turnId": t["id"], "item": item, "startedAtMs": item["startedAtMs"],
+                           "completedAtMs": item["completedAtMs"]}),
+                ));
+            }
+        }
+        entries.sort_by_key(|(o, _)| *o);
+        if desc {
+            entries.reverse();
+        }
+        entries.retain(|(o, _)| match anchor {
+            None => true,
+            Some((a, incl)) => (incl && *o == a) || if desc { *o < a } else { *o > a },
+        });
+        let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
+        let more = entries.len() > limit;
+        entries.truncate(limit);
+        let cursor = |e: Option<&(u64, Value)>, include: bool| match e {
+            Some((o, _)) => json!(json!({"requestedThreadId": thread_id, "rolloutOrdinal": o,
+                                         "includeAnchor": include,
+                                         "scope": {"kind": "itemsByCreatedAtOrdinal"}})
+            .to_string()),
+            None => Value::Null,
+        };
+        let next = cursor(entries.last().filter(|_| more), false);
+        let back = cursor(entries.first(), true);
+        let data: Vec<Value> = entries.into_iter().map(|(_, e)| e).collect();
+        self.result(
+            id,
+            json!({"data": data, "nextCursor": next, "backwardsCursor": back}),
         );
         Ok(())
     }

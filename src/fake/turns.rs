@@ -328,6 +328,7 @@ fn play(
         stored["items"] = json!(ctx.items);
         // Where the turn starts in the rollout: what `thread/turns/list` cursors name.
         stored["rolloutOrdinal"] = json!(rollout.turn);
+        stored["itemOrdinals"] = json!(ctx.item_ordinals);
         save_turn(conn, &thread_id, &stored, rollout);
         conn.write_rollout(&thread_id);
         if last {
@@ -368,6 +369,8 @@ struct Ctx<'a> {
     rollout: Rollout,
     /// When the turn started (its stored duration, should the process die mid-turn).
     started_ms: i64,
+    /// Each completed item's rollout ordinal (what `thread/items/list` cursors name).
+    item_ordinals: Vec<u64>,
 }
 
 /// Stores a turn (replacing the one with its id) and where the rollout stands.
@@ -536,6 +539,7 @@ impl<'a> Ctx<'a> {
             open: false,
             rollout: Rollout::default(),
             started_ms: now_ms(),
+            item_ordinals: Vec::new(),
         };
         c.next_response();
         c
@@ -657,6 +661,7 @@ impl<'a> Ctx<'a> {
         }
         self.rollout
             .completed(item["type"].as_str().unwrap_or_default());
+        self.item_ordinals.push(self.rollout.item);
         self.items.push(item.clone());
         // Stored before the client hears of it, as the real server writes its rollout first.
         self.checkpoint();
@@ -673,7 +678,8 @@ impl<'a> Ctx<'a> {
         let turn = json!({"id": self.turn_id, "status": "inProgress", "items": self.items,
                           "error": null, "startedAt": self.started_ms / 1000,
                           "completedAt": now_secs(), "durationMs": now_ms() - self.started_ms,
-                          "rolloutOrdinal": self.rollout.turn});
+                          "rolloutOrdinal": self.rollout.turn,
+                          "itemOrdinals": self.item_ordinals});
         save_turn(self.conn, &self.ctl.thread_id, &turn, self.rollout);
     }
 
