@@ -737,12 +737,7 @@ impl Conn {
         };
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
         if with_turns {
-            self.notify(
-                "deprecationNotice",
-                json!({"summary": "Full-history hydration is deprecated for paginated threads; \
-                                   use `excludeTurns: true`, then page with `thread/turns/list` \
-                                   and `thread/items/list`.", "details": null}),
-            );
+            self.hydration_notice();
         }
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
         let mut info = info;
@@ -763,26 +758,7 @@ impl Conn {
             );
         }
         self.result(id, self.resume_response(&thread_id, &info, with_turns));
-        // A resumed thread with turns reports its usage, as of its last turn.
-        // (Only once a model response has reported usage: a turn that died first left none.)
-        let last_turn = info["turns"].as_array().and_then(|t| t.last());
-        if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
-            let zeros = turns::breakdown(0, 0, 0, 0);
-            let or_zeros = |v: &Value| {
-                if v.is_object() {
-                    v.clone()
-                } else {
-                    zeros.clone()
-                }
-            };
-            self.notify(
-                "thread/tokenUsage/updated",
-                json!({"threadId": thread_id, "turnId": last_turn["id"],
-                       "tokenUsage": {"total": or_zeros(&info["usage"]),
-                                      "last": or_zeros(&info["lastUsage"]),
-                                      "modelContextWindow": turns::CONTEXT_WINDOW}}),
-            );
-        }
+        self.report_usage(&thread_id, &info);
         self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
         Ok(())
     }
@@ -907,13 +883,53 @@ impl Conn {
         }
     }
 
+    /// What the real server says when a whole history is sent with a thread.
+    fn hydration_notice(&self) {
+        self.notify(
+            "deprecationNotice",
+            json!({"summary": "Full-history hydration is deprecated for paginated threads; \
+                               use `excludeTurns: true`, then page with `thread/turns/list` \
+                               and `thread/items/list`.", "details": null}),
+        );
+    }
+
+    /// A thread taken up with turns (resumed, forked) reports its usage as of its last turn
+    /// (only once a model response has reported usage: a turn that died first left none).
+    fn report_usage(&self, thread_id: &str, info: &Value) {
+        let last_turn = info["turns"].as_array().and_then(|t| t.last());
+        if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
+            let zeros = turns::breakdown(0, 0, 0, 0);
+            let or_zeros = |v: &Value| {
+                if v.is_object() {
+                    v.clone()
+                } else {
+                    zeros.clone()
+                }
+            };
+            self.notify(
+                "thread/tokenUsage/updated",
+                json!({"threadId": thread_id, "turnId": last_turn["id"],
+                       "tokenUsage": {"total": or_zeros(&info["usage"]),
+                                      "last": or_zeros(&info["lastUsage"]),
+                                      "modelContextWindow": turns::CONTEXT_WINDOW}}),
+            );
+        }
+    }
+
     fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (source, info) = self.stored(params, "thread", "no rollout found for thread id ")?;
         let thread_id = uuid::Uuid::now_v7().to_string();
         let mut new = self.new_thread_info(params);
         new["turns"] = info["turns"].clone();
-        new["preview"] = info["preview"].clone();
+        new["preview"] = if self.fake.turn_facts.fork_preview_empty {
+            json!("")
+        } else {
+            info["preview"].clone()
+        };
         new["forkedFromId"] = json!(source);
+        for key in ["usage", "lastUsage"] {
+            new[key] = info[key].clone();
+        }
         if params["cwd"].is_null() {
             new["cwd"] = info["cwd"].clone();
         }
@@ -922,7 +938,11 @@ impl Conn {
             .update(|d| d["threads"][&thread_id] = new.clone());
         lock(&self.fake.loaded).insert(thread_id.clone());
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
+        if with_turns {
+            self.hydration_notice();
+        }
         self.result(id, self.thread_response(&thread_id, &new, with_turns));
+        self.report_usage(&thread_id, &new);
         self.notify(
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &new, false)}),

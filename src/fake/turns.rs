@@ -28,6 +28,8 @@ pub struct TurnFacts {
     pub plan_mode_instructions: Option<String>,
     /// A plan item's id is `<turn id>-plan` (else a fresh uuid).
     pub plan_item_id_from_turn: bool,
+    /// A forked thread starts with an empty preview (else the source thread's).
+    pub fork_preview_empty: bool,
 }
 
 impl TurnFacts {
