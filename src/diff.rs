@@ -180,18 +180,48 @@ impl Masker {
             Value::Number(_) | Value::String(_) if key.is_some_and(|k| PID_KEYS.contains(&k)) => {
                 "<pid>".into()
             }
+            // An ISO-8601 clock reading (`thread/list` cursors).
+            Value::String(s) if is_iso_time(s) => "<time>".into(),
             Value::String(s) => Value::String(self.string(s)),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(None, x)).collect()),
             Value::Object(m) => {
                 let mut out = Map::new();
                 for (k, x) in m {
-                    out.insert(k.clone(), self.value(Some(k), x));
+                    // Keys can be ids too (`thread/list`'s `readStates` by thread).
+                    let key = self.string(k);
+                    let masked = self.value(Some(k), x);
+                    out.insert(key, masked);
                 }
                 Value::Object(out)
             }
             _ => v.clone(),
         }
     }
+}
+
+/// `2026-12-01T04:34:13.096Z` (fraction optional).
+fn is_iso_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let shape = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    shape
+        && match &b[19..] {
+            [b'Z'] => true,
+            [b'.', frac @ .., b'Z'] => !frac.is_empty() && frac.iter().all(u8::is_ascii_digit),
+            _ => false,
+        }
 }
 
 /// `/tmp/abc` of `/tmp/abc/x/y`: the first component under the temp dir.
@@ -451,6 +481,15 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn iso_clock_readings_are_times() {
+        assert!(super::is_iso_time("2026-12-01T04:34:13.096Z"));
+        assert!(super::is_iso_time("2026-12-01T04:34:13Z"));
+        assert!(!super::is_iso_time("2026-12-01T04:34:13.Z"));
+        assert!(!super::is_iso_time("2026-12-01 04:34:13Z"));
+        assert!(!super::is_iso_time("rollout-2026-12-01T04-34-13"));
+    }
+
     use super::*;
 
     /// A recording replayed on another day: the rollout's day directory and stamp are masked.

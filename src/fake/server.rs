@@ -1076,7 +1076,7 @@ impl Conn {
     fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let archived = params["archived"].as_bool() == Some(true);
         let data = self.fake.store.load();
-        let mut threads: Vec<(i64, Value)> = data["threads"]
+        let mut threads: Vec<(i64, Value, Value)> = data["threads"]
             .as_object()
             .into_iter()
             .flatten()
@@ -1084,17 +1084,37 @@ impl Conn {
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
             .map(|(tid, info)| {
                 let updated = info["updatedAt"].as_i64().unwrap_or(0);
-                (updated, self.thread_payload(tid, info, false))
+                let mut t = self.thread_payload(tid, info, false);
+                // Listed threads do not say whether they take direct input.
+                t["canAcceptDirectInput"] = Value::Null;
+                (updated, t, read_state(info))
             })
             .collect();
-        threads.sort_by_key(|(u, _)| std::cmp::Reverse(*u));
-        if let Some(limit) = params["limit"].as_u64() {
-            threads.truncate(limit as usize);
+        threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
+        let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
+        let more = threads.len() > limit;
+        threads.truncate(limit);
+        // The cursors are the edge threads' times (ISO 8601, as the real server writes them).
+        let at = |t: Option<&(i64, Value, Value)>| match t {
+            Some((u, _, _)) => {
+                let (y, mo, d, h, mi, s) = super::state::civil(*u);
+                json!(format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.000Z"))
+            }
+            None => Value::Null,
+        };
+        let next = at(threads.last().filter(|_| more));
+        let back = at(threads.first());
+        let mut read_states = Map::new();
+        for (_, t, r) in &threads {
+            if !r.is_null() {
+                read_states.insert(t["id"].as_str().unwrap_or_default().to_string(), r.clone());
+            }
         }
-        let data: Vec<Value> = threads.into_iter().map(|(_, t)| t).collect();
+        let data: Vec<Value> = threads.into_iter().map(|(_, t, _)| t).collect();
         self.result(
             id,
-            json!({"data": data, "readStates": {}, "nextCursor": null, "backwardsCursor": null}),
+            json!({"data": data, "readStates": read_states, "nextCursor": next,
+                   "backwardsCursor": back}),
         );
         Ok(())
     }
