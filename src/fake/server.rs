@@ -478,9 +478,16 @@ impl Conn {
         };
         let created = info["createdAt"].as_i64().unwrap_or_else(now_secs);
         let updated = info["updatedAt"].as_i64().unwrap_or(created);
+        // A thread not loaded here has no live environments, nor an answer on direct input.
+        let loaded = lock(&self.fake.loaded).contains(thread_id);
+        let environments = if loaded {
+            json!([{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}])
+        } else {
+            Value::Null
+        };
         json!({
             "id": thread_id,
-            "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
+            "environments": environments,
             "extra": null, "sessionId": thread_id,
             "forkedFromId": info.get("forkedFromId").cloned().unwrap_or(Value::Null),
             "attachedToThreadId": null, "parentThreadId": null,
@@ -493,7 +500,8 @@ impl Conn {
             "path": self.rollout_path(thread_id),
             "cwd": cwd, "cliVersion": self.fake.protocol.version,
             "originator": lock(&self.client_name).clone(), "source": "vscode",
-            "canAcceptDirectInput": true, "threadSource": null, "agentNickname": null,
+            "canAcceptDirectInput": if loaded { json!(true) } else { Value::Null },
+            "threadSource": null, "agentNickname": null,
             "agentRole": null, "gitInfo": null,
             "name": info.get("name").cloned().unwrap_or(Value::Null),
             "daybreakEnabled": null,
@@ -694,23 +702,28 @@ impl Conn {
 
     /// Where a thread's rollout lives, as the real server names it:
     /// `CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl`, stamped with the
-    /// time in the thread's UUIDv7.
+    /// time in the thread's UUIDv7; an archived thread's in `CODEX_HOME/archived_sessions/`.
     fn rollout_path(&self, thread_id: &str) -> String {
+        let archived = self.fake.store.load()["threads"][thread_id]["archived"] == true;
+        path_str(&self.rollout_path_as(thread_id, archived))
+    }
+
+    fn rollout_path_as(&self, thread_id: &str, archived: bool) -> PathBuf {
         let ms = uuid::Uuid::parse_str(thread_id)
             .ok()
             .and_then(|u| u.get_timestamp())
             .map_or(0, |t| t.to_unix().0);
         let (y, mo, d, h, mi, s) = super::state::civil(ms as i64);
-        path_str(
-            &self
-                .fake
+        let name = format!("rollout-{y:04}-{mo:02}-{d:02}T{h:02}-{mi:02}-{s:02}-{thread_id}.jsonl");
+        if archived {
+            self.fake.codex_home.join("archived_sessions").join(name)
+        } else {
+            self.fake
                 .codex_home
                 .join("sessions")
                 .join(format!("{y:04}/{mo:02}/{d:02}"))
-                .join(format!(
-                    "rollout-{y:04}-{mo:02}-{d:02}T{h:02}-{mi:02}-{s:02}-{thread_id}.jsonl"
-                )),
-        )
+                .join(name)
+        }
     }
 
     /// `thread/resume`, as probed on the real server: `history` (experimental) starts a fresh
@@ -1125,7 +1138,23 @@ impl Conn {
             d["threads"][&thread_id]["archived"] = json!(archive);
             d["threads"][&thread_id].clone()
         });
+        // The rollout moves between `sessions/` and `archived_sessions/`, as on the real server.
+        let (from, to) = (
+            self.rollout_path_as(&thread_id, !archive),
+            self.rollout_path_as(&thread_id, archive),
+        );
+        if let Some(dir) = to.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::rename(from, to);
         if archive {
+            // Archiving unloads the thread.
+            if lock(&self.fake.loaded).remove(&thread_id) {
+                self.notify(
+                    "thread/status/changed",
+                    json!({"threadId": thread_id, "status": {"type": "notLoaded"}}),
+                );
+            }
             self.result(id, json!({}));
             self.notify("thread/archived", json!({"threadId": thread_id}));
         } else {
