@@ -24,9 +24,10 @@ pub struct Case {
     /// One turn per text.
     #[serde(default = "default_inputs")]
     pub inputs: Vec<String>,
-    /// Answers to approval requests, in order (then `accept`).
+    /// Answers to approval requests, in order (then `accept`): a decision's JSON, such as
+    /// `"decline"` or `{"acceptWithExecpolicyAmendment": {...}}`.
     #[serde(default)]
-    pub decisions: Vec<String>,
+    pub decisions: Vec<Value>,
     /// Interrupt a turn once this notification arrives in it (`method` or `method:itemType`).
     #[serde(default)]
     pub interrupt_on: Option<String>,
@@ -300,7 +301,7 @@ impl Peer {
 /// The client's state across a case.
 struct Client<'a> {
     case: &'a Case,
-    decisions: std::collections::VecDeque<String>,
+    decisions: std::collections::VecDeque<Value>,
     thread: Option<String>,
 }
 
@@ -331,7 +332,7 @@ impl Client<'_> {
                     let d = self
                         .decisions
                         .pop_front()
-                        .unwrap_or_else(|| "accept".into());
+                        .unwrap_or_else(|| json!("accept"));
                     json!({"decision": d})
                 } else {
                     self.case.replies.get(&method).cloned().unwrap_or(json!({}))

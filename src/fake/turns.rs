@@ -1119,6 +1119,50 @@ impl<'a> Ctx<'a> {
         );
     }
 
+    /// codex's exec policy file, where an approval "with execpolicy amendment" lands.
+    fn rules_file(&self) -> std::path::PathBuf {
+        self.conn.fake.codex_home.join("rules/default.rules")
+    }
+
+    /// Appends an allow rule for a command prefix, as codex writes it.
+    fn allow_prefix(&self, pattern: &[Value]) {
+        let words: Vec<String> = pattern.iter().map(Value::to_string).collect();
+        let rule = format!(
+            "prefix_rule(pattern=[{}], decision=\"allow\")\n",
+            words.join(", ")
+        );
+        let path = self.rules_file();
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, rule.as_bytes()));
+    }
+
+    /// Whether an allow rule of the policy file covers the command (its words, split on
+    /// whitespace, start with the rule's pattern).
+    fn policy_allows(&self, raw: &str) -> bool {
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        let text = std::fs::read_to_string(self.rules_file()).unwrap_or_default();
+        text.lines().any(|line| {
+            let Some(rest) = line.trim().strip_prefix("prefix_rule(pattern=") else {
+                return false;
+            };
+            let Some((pattern, tail)) = rest.split_once(']') else {
+                return false;
+            };
+            let pattern: Vec<String> =
+                serde_json::from_str(&format!("{pattern}]")).unwrap_or_default();
+            tail.contains("decision=\"allow\"")
+                && !pattern.is_empty()
+                && words.len() >= pattern.len()
+                && pattern.iter().zip(&words).all(|(p, w)| p == w)
+        })
+    }
+
     /// A shell tool call: asks for approval when the model escalates (`approval`, the seed's
     /// default) under `on-request`, runs the command for real unless the step scripts its
     /// output, as the real shell tool does.
@@ -1149,7 +1193,8 @@ impl<'a> Ctx<'a> {
                 Value::Null,
             )
         };
-        let session_ok = lock(&self.ctl.session_approved).contains(&raw);
+        let session_ok =
+            lock(&self.ctl.session_approved).contains(&raw) || self.policy_allows(&raw);
         let ask = step["approval"].as_bool().unwrap_or(true)
             && self.approval_policy() != "never"
             && !session_ok;
@@ -1192,6 +1237,12 @@ impl<'a> Ctx<'a> {
             };
             if decision.as_ref().and_then(Value::as_str) == Some("acceptForSession") {
                 lock(&self.ctl.session_approved).push(raw.clone());
+            }
+            if let Some(amendment) = decision
+                .as_ref()
+                .and_then(|d| d["acceptWithExecpolicyAmendment"]["execpolicy_amendment"].as_array())
+            {
+                self.allow_prefix(amendment);
             }
             if !accepted {
                 self.completed(unrun("declined"), at);
