@@ -385,12 +385,14 @@ impl Client<'_> {
 }
 
 /// Fills an `after` request's placeholders: the string `${thread}` is the thread's id,
-/// `${nextCursor}` / `${backwardsCursor}` the previous request's result's cursor.
+/// `${nextCursor}` / `${backwardsCursor}` the previous request's result's cursor, `${revision}`
+/// its read state's revision.
 fn substitute(v: &mut Value, thread: &str, previous: &Value) {
     match v {
         Value::String(s) if s == "${thread}" => *v = json!(thread),
         Value::String(s) if s == "${nextCursor}" => *v = previous["nextCursor"].clone(),
         Value::String(s) if s == "${backwardsCursor}" => *v = previous["backwardsCursor"].clone(),
+        Value::String(s) if s == "${revision}" => *v = previous["readState"]["revision"].clone(),
         Value::Array(a) => a.iter_mut().for_each(|x| substitute(x, thread, previous)),
         Value::Object(o) => o.values_mut().for_each(|x| substitute(x, thread, previous)),
         _ => {}

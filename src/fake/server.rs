@@ -93,6 +93,8 @@ pub struct Conn {
     next_id: AtomicI64,
     closed: AtomicBool,
     client_name: Mutex<String>,
+    /// Threads this connection unsubscribed from.
+    unsubscribed: Mutex<HashSet<String>>,
 }
 
 /// What the transport loop does after a line.
@@ -113,6 +115,7 @@ impl Conn {
             next_id: AtomicI64::new(0),
             closed: AtomicBool::new(false),
             client_name: Mutex::new("codex".into()),
+            unsubscribed: Mutex::new(HashSet::new()),
         })
     }
 
@@ -351,6 +354,10 @@ impl Conn {
             "thread/fork" => self.thread_fork(id, params),
             "thread/read" => self.thread_read(id, params),
             "thread/turns/list" => self.turns_list(id, params),
+            "thread/readState/update" => self.read_state_update(id, params),
+            "thread/loaded/list" => self.loaded_list(id),
+            "thread/unsubscribe" => self.unsubscribe(id, params),
+            "thread/delete" => self.thread_delete(id, params),
             "thread/items/list" => self.items_list(id, params),
             "thread/list" => self.thread_list(id, params),
             "thread/archive" => self.thread_archive(id, params, true),
@@ -982,6 +989,78 @@ impl Conn {
         Ok(())
     }
 
+    /// `thread/readState/update`: marks the thread read (no unread position) or unread (from
+    /// its start), guarded by the revision the client saw.
+    fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
+        let current = read_state(&info);
+        if current["revision"] != params["expectedRevision"] {
+            self.send(json!({"error": {"code": -32600,
+                "data": {"reason": "readStateConflict", "readState": current},
+                "message": "read state changed"}, "id": id}));
+            return Ok(());
+        }
+        let first = match params["operation"]["type"].as_str() {
+            Some("unread") => json!({"type": "threadStart"}),
+            _ => Value::Null,
+        };
+        let revision = uuid::Uuid::new_v4().to_string();
+        self.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id];
+            t["firstUnread"] = first.clone();
+            t["readRevision"] = json!(revision);
+        });
+        let state = json!({"firstUnread": first, "revision": revision});
+        self.notify(
+            "thread/readState/changed",
+            json!({"threadId": thread_id, "readState": state}),
+        );
+        self.result(id, json!({"readState": state}));
+        Ok(())
+    }
+
+    /// `thread/loaded/list`: the threads this process holds, oldest first.
+    fn loaded_list(&self, id: &Value) -> Result<(), String> {
+        let mut data: Vec<String> = lock(&self.fake.loaded).iter().cloned().collect();
+        data.sort();
+        self.result(id, json!({"data": data, "nextCursor": null}));
+        Ok(())
+    }
+
+    /// `thread/unsubscribe`: the thread stays loaded; this connection is off its list.
+    fn unsubscribe(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
+        let status = if !lock(&self.fake.loaded).contains(&thread_id) {
+            "notLoaded"
+        } else if lock(&self.unsubscribed).insert(thread_id) {
+            "unsubscribed"
+        } else {
+            "notSubscribed"
+        };
+        self.result(id, json!({"status": status}));
+        Ok(())
+    }
+
+    /// `thread/delete`: unloaded first (as archiving does), then gone with its rollout.
+    fn thread_delete(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        if lock(&self.fake.loaded).remove(&thread_id) {
+            self.notify(
+                "thread/status/changed",
+                json!({"threadId": thread_id, "status": {"type": "notLoaded"}}),
+            );
+        }
+        let _ = std::fs::remove_file(self.rollout_path(&thread_id));
+        self.fake.store.update(|d| {
+            if let Some(ts) = d["threads"].as_object_mut() {
+                ts.remove(&thread_id);
+            }
+        });
+        self.result(id, json!({}));
+        self.notify("thread/deleted", json!({"threadId": thread_id}));
+        Ok(())
+    }
+
     /// `thread/items/list`: pages of the stored items by rollout position (oldest first by
     /// default; `turnId` keeps one turn's), with the real server's cursors.
     fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
@@ -1399,11 +1478,7 @@ fn check_uuid(id: &str, what: &str) -> Result<(), String> {
 fn read_state(info: &Value) -> Value {
     match info["readRevision"].as_str() {
         Some(revision) => {
-            let first = match info["firstUnread"].as_str() {
-                Some(t) => json!({"type": "turn", "turnId": t}),
-                None => Value::Null,
-            };
-            json!({"firstUnread": first, "revision": revision})
+            json!({"firstUnread": info["firstUnread"], "revision": revision})
         }
         None => Value::Null,
     }

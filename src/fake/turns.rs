@@ -612,8 +612,8 @@ impl<'a> Ctx<'a> {
         );
     }
 
-    /// The thread's read state: its first unread turn stays the first one the client has not
-    /// marked read (this fake's clients never do).
+    /// The thread's read state when a turn ends: the first unread position stays where it is;
+    /// a thread read to the end becomes unread from this turn.
     fn read_state(&self) {
         let thread_id = self.ctl.thread_id.clone();
         let revision = uuid::Uuid::new_v4().to_string();
@@ -622,16 +622,15 @@ impl<'a> Ctx<'a> {
             // The revision `thread/read` reports until the read state changes again.
             t["readRevision"] = json!(revision);
             let f = &mut t["firstUnread"];
-            if !f.is_string() {
-                *f = json!(self.turn_id);
+            if !f.is_object() {
+                *f = json!({"type": "turn", "turnId": self.turn_id});
             }
             f.clone()
         });
         self.conn.notify(
             "thread/readState/changed",
             json!({"threadId": self.ctl.thread_id,
-                   "readState": {"firstUnread": {"type": "turn", "turnId": first},
-                                 "revision": revision}}),
+                   "readState": {"firstUnread": first, "revision": revision}}),
         );
     }
 
