@@ -272,19 +272,15 @@ impl Peer {
                 libc::kill(pid, libc::SIGKILL);
             }
         }
-        self.stdin.take();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.end();
     }
 
     fn close(mut self) {
+        self.end();
+    }
+
+    /// Closes the server's input and waits for it to end (10 s, then it is killed).
+    fn end(&mut self) {
         self.stdin.take();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {

@@ -504,7 +504,7 @@ impl Conn {
             "modelProvider": self.fake.config.provider, "model": self.model_of(info), "reasoningEffort": info["effort"],
             "createdAt": created, "updatedAt": updated, "recencyAt": updated,
             "status": status,
-            "path": self.rollout_path(thread_id),
+            "path": self.rollout_path(thread_id, info),
             "cwd": cwd, "cliVersion": self.fake.protocol.version,
             "originator": lock(&self.client_name).clone(), "source": "vscode",
             "canAcceptDirectInput": if loaded { json!(true) } else { Value::Null },
@@ -710,9 +710,8 @@ impl Conn {
     /// Where a thread's rollout lives, as the real server names it:
     /// `CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl`, stamped with the
     /// time in the thread's UUIDv7; an archived thread's in `CODEX_HOME/archived_sessions/`.
-    fn rollout_path(&self, thread_id: &str) -> String {
-        let archived = self.fake.store.load()["threads"][thread_id]["archived"] == true;
-        path_str(&self.rollout_path_as(thread_id, archived))
+    fn rollout_path(&self, thread_id: &str, info: &Value) -> String {
+        path_str(&self.rollout_path_as(thread_id, info["archived"] == true))
     }
 
     fn rollout_path_as(&self, thread_id: &str, archived: bool) -> PathBuf {
@@ -799,11 +798,8 @@ impl Conn {
         out.insert("initialTurnsPage".into(), Value::Null);
         // Paging back from the last turn and the last item of the rollout (anchors included).
         let rollout = &info["rollout"];
-        let cursor = |ordinal: &Value, kind: &str| match ordinal.as_u64() {
-            Some(n) if n > 0 => json!(json!({"requestedThreadId": thread_id, "rolloutOrdinal": n,
-                                             "includeAnchor": true, "scope": {"kind": kind}})
-            .to_string()),
-            _ => Value::Null,
+        let cursor = |ordinal: &Value, kind| {
+            rollout_cursor(thread_id, ordinal.as_u64().filter(|n| *n > 0), true, kind)
         };
         out.insert(
             "turnsBackwardsCursor".into(),
@@ -845,7 +841,8 @@ impl Conn {
     /// Writes the rollout file a thread's `path` names (the real server writes it on the first
     /// turn, or at once for a history resume), so that `thread/resume {path}` finds it.
     pub fn write_rollout(&self, thread_id: &str) {
-        let path = PathBuf::from(self.rollout_path(thread_id));
+        // Written for a thread at work: never an archived one.
+        let path = self.rollout_path_as(thread_id, false);
         if path.exists() {
             return;
         }
@@ -870,7 +867,7 @@ impl Conn {
         };
         let shown = path_str(&abs);
         if running {
-            let active = self.rollout_path(given);
+            let active = path_str(&self.rollout_path_as(given, false));
             if active != shown {
                 return Err(format!(
                     "cannot resume running thread {given} with stale path: requested `{shown}`, \
@@ -1043,14 +1040,14 @@ impl Conn {
 
     /// `thread/delete`: unloaded first (as archiving does), then gone with its rollout.
     fn thread_delete(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        let (thread_id, info) = self.stored(params, "thread", "no rollout found for thread id ")?;
         if lock(&self.fake.loaded).remove(&thread_id) {
             self.notify(
                 "thread/status/changed",
                 json!({"threadId": thread_id, "status": {"type": "notLoaded"}}),
             );
         }
-        let _ = std::fs::remove_file(self.rollout_path(&thread_id));
+        let _ = std::fs::remove_file(self.rollout_path(&thread_id, &info));
         self.fake.store.update(|d| {
             if let Some(ts) = d["threads"].as_object_mut() {
                 ts.remove(&thread_id);
@@ -1065,14 +1062,6 @@ impl Conn {
     /// default; `turnId` keeps one turn's), with the real server's cursors.
     fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
-        let desc = params["sortDirection"] == "desc";
-        let anchor = params["cursor"].as_str().map(|c| {
-            let c: Value = serde_json::from_str(c).unwrap_or(Value::Null);
-            (
-                c["rolloutOrdinal"].as_u64().unwrap_or(0),
-                c["includeAnchor"].as_bool().unwrap_or(false),
-            )
-        });
         let mut entries: Vec<(u64, Value)> = Vec::new();
         for t in info["turns"].as_array().into_iter().flatten() {
             if params["turnId"].is_string() && t["id"] != params["turnId"] {
@@ -1087,30 +1076,14 @@ impl Conn {
                 ));
             }
         }
-        entries.sort_by_key(|(o, _)| *o);
-        if desc {
-            entries.reverse();
-        }
-        entries.retain(|(o, _)| match anchor {
-            None => true,
-            Some((a, incl)) => (incl && *o == a) || if desc { *o < a } else { *o > a },
-        });
-        let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
-        let more = entries.len() > limit;
-        entries.truncate(limit);
-        let cursor = |e: Option<&(u64, Value)>, include: bool| match e {
-            Some((o, _)) => json!(json!({"requestedThreadId": thread_id, "rolloutOrdinal": o,
-                                         "includeAnchor": include,
-                                         "scope": {"kind": "itemsByCreatedAtOrdinal"}})
-            .to_string()),
-            None => Value::Null,
+        let (data, next, back) = page(entries, params, params["sortDirection"] == "desc");
+        let cursor = |o: Option<u64>, include| {
+            rollout_cursor(&thread_id, o, include, "itemsByCreatedAtOrdinal")
         };
-        let next = cursor(entries.last().filter(|_| more), false);
-        let back = cursor(entries.first(), true);
-        let data: Vec<Value> = entries.into_iter().map(|(_, e)| e).collect();
         self.result(
             id,
-            json!({"data": data, "nextCursor": next, "backwardsCursor": back}),
+            json!({"data": data, "nextCursor": cursor(next, false),
+                   "backwardsCursor": cursor(back, true)}),
         );
         Ok(())
     }
@@ -1119,48 +1092,23 @@ impl Conn {
     /// default), the real server's cursors, summary items by default.
     fn turns_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
-        let asc = params["sortDirection"] == "asc";
         let view = params["itemsView"].as_str().unwrap_or("summary");
-        let anchor: Option<(u64, bool)> = params["cursor"].as_str().map(|c| {
-            let c: Value = serde_json::from_str(c).unwrap_or(Value::Null);
-            (
-                c["rolloutOrdinal"].as_u64().unwrap_or(0),
-                c["includeAnchor"].as_bool().unwrap_or(false),
-            )
-        });
-        let mut turns: Vec<Value> = info["turns"].as_array().cloned().unwrap_or_default();
-        let ord = |t: &Value| t["rolloutOrdinal"].as_u64().unwrap_or(0);
-        turns.sort_by_key(ord);
-        if !asc {
-            turns.reverse();
-        }
-        turns.retain(|t| match anchor {
-            None => true,
-            Some((a, incl)) => {
-                let o = ord(t);
-                (incl && o == a) || if asc { o > a } else { o < a }
-            }
-        });
-        let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
-        let more = turns.len() > limit;
-        turns.truncate(limit);
-        let cursor = |t: Option<&Value>, include: bool| match t {
-            Some(t) => json!(
-                json!({"requestedThreadId": thread_id, "rolloutOrdinal": ord(t),
-                                    "includeAnchor": include, "scope": {"kind": "turns"}})
-                .to_string()
-            ),
-            None => Value::Null,
-        };
-        let next = cursor(turns.last().filter(|_| more), false);
-        let back = cursor(turns.first(), true);
-        let data: Vec<Value> = turns
+        let turns: Vec<(u64, &Value)> = info["turns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| (t["rolloutOrdinal"].as_u64().unwrap_or(0), t))
+            .collect();
+        let (page, next, back) = page(turns, params, params["sortDirection"] != "asc");
+        let cursor = |o: Option<u64>, include| rollout_cursor(&thread_id, o, include, "turns");
+        let data: Vec<Value> = page
             .iter()
             .map(|t| self.turn_payload(&thread_id, t, view))
             .collect();
         self.result(
             id,
-            json!({"data": data, "nextCursor": next, "backwardsCursor": back}),
+            json!({"data": data, "nextCursor": cursor(next, false),
+                   "backwardsCursor": cursor(back, true)}),
         );
         Ok(())
     }
@@ -1472,6 +1420,49 @@ fn check_uuid(id: &str, what: &str) -> Result<(), String> {
     uuid::Uuid::parse_str(id)
         .map(|_| ())
         .map_err(|e| format!("invalid {what} id: {e}"))
+}
+
+/// A paging cursor as the real server writes it: a position in the thread's rollout (None: no
+/// cursor).
+fn rollout_cursor(thread_id: &str, ordinal: Option<u64>, include: bool, kind: &str) -> Value {
+    match ordinal {
+        Some(n) => json!(json!({"requestedThreadId": thread_id, "rolloutOrdinal": n,
+                                "includeAnchor": include, "scope": {"kind": kind}})
+        .to_string()),
+        None => Value::Null,
+    }
+}
+
+/// One page of entries keyed by rollout position, as `thread/turns/list` and
+/// `thread/items/list` page: sorted (`desc`: newest first), after the `cursor` param's anchor
+/// (itself too when the cursor includes it), `limit` long. Returns the page and the positions
+/// of its last entry (when more follow: the next cursor) and its first (the backwards one).
+fn page<T>(
+    mut entries: Vec<(u64, T)>,
+    params: &Value,
+    desc: bool,
+) -> (Vec<T>, Option<u64>, Option<u64>) {
+    let anchor = params["cursor"].as_str().map(|c| {
+        let c: Value = serde_json::from_str(c).unwrap_or(Value::Null);
+        (
+            c["rolloutOrdinal"].as_u64().unwrap_or(0),
+            c["includeAnchor"].as_bool().unwrap_or(false),
+        )
+    });
+    entries.sort_by_key(|(o, _)| *o);
+    if desc {
+        entries.reverse();
+    }
+    entries.retain(|(o, _)| match anchor {
+        None => true,
+        Some((a, incl)) => (incl && *o == a) || if desc { *o < a } else { *o > a },
+    });
+    let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
+    let more = entries.len() > limit;
+    entries.truncate(limit);
+    let next = entries.last().filter(|_| more).map(|(o, _)| *o);
+    let back = entries.first().map(|(o, _)| *o);
+    (entries.into_iter().map(|(_, e)| e).collect(), next, back)
 }
 
 /// A thread's read state as `thread/read` reports it: none until a turn has ended.

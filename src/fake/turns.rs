@@ -259,6 +259,7 @@ fn play(
         let mut ctx = Ctx::new(conn, ctl, &turn_id);
         let thread = conn.fake.store.load()["threads"][&thread_id].clone();
         ctx.rollout = Rollout::load(&thread["rollout"]);
+        ctx.plan_mode = thread["collaborationMode"]["mode"] == "plan";
         let first = ctx.rollout.ordinal == 0;
         ctx.rollout.turn_started(first);
         ctx.started_ms = now_ms();
@@ -373,6 +374,8 @@ struct Ctx<'a> {
     started_ms: i64,
     /// Each completed item's rollout ordinal (what `thread/items/list` cursors name).
     item_ordinals: Vec<u64>,
+    /// The thread runs in Plan mode (read when the turn starts: a mode changes between turns).
+    plan_mode: bool,
 }
 
 /// Stores a turn (replacing the one with its id) and where the rollout stands.
@@ -542,6 +545,7 @@ impl<'a> Ctx<'a> {
             rollout: Rollout::default(),
             started_ms: now_ms(),
             item_ordinals: Vec::new(),
+            plan_mode: false,
         };
         c.next_response();
         c
@@ -1411,9 +1415,7 @@ impl<'a> Ctx<'a> {
     fn user_input(&mut self, step: &Value) {
         let id = self.model_id("call");
         let features = &self.conn.fake.config.features;
-        let plan = self.conn.fake.store.load()["threads"][&self.ctl.thread_id]["collaborationMode"]
-            ["mode"]
-            == "plan";
+        let plan = self.plan_mode;
         if !plan
             && !features
                 .iter()
@@ -1489,10 +1491,7 @@ impl<'a> Ctx<'a> {
         let at = self.started(&agent_message(&id, "", &phase));
         let chars: Vec<char> = text.chars().collect();
         let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
-        let plan_mode = self.conn.fake.store.load()["threads"][&self.ctl.thread_id]
-            ["collaborationMode"]["mode"]
-            == "plan";
-        if !plan_mode {
+        if !self.plan_mode {
             for delta in split_chunks(&chars, chunks) {
                 self.notify(
                     "item/agentMessage/delta",
