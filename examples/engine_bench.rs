@@ -23,6 +23,82 @@ fn main() {
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
         .collect();
+    // `engine_bench N MIX profile[-fast|-exact]`: the engine alone, ten rounds (for `perf
+    // record`), on every line or on the lines the fast path answers or not (after the opening).
+    if let Some(which) = std::env::args()
+        .nth(3)
+        .and_then(|a| a.strip_prefix("profile").map(String::from))
+    {
+        let mut s = codex_wire::Session::new();
+        let mut group: Vec<&[u8]> = lines.iter().take(2).copied().collect();
+        for l in &group {
+            s.feed(l);
+        }
+        for l in &lines[2..] {
+            let before = s.fast_hits();
+            s.feed(l);
+            let hit = s.fast_hits() > before;
+            if which.is_empty() || (which == "-fast") == hit {
+                group.push(l);
+            }
+        }
+        for _ in 0..10 {
+            let mut s = codex_wire::Session::new();
+            for l in &group {
+                std::hint::black_box(s.feed(l));
+            }
+        }
+        return;
+    }
+    // `engine_bench N MIX dump`: the lines and their verdicts.
+    if std::env::args().nth(3).as_deref() == Some("dump") {
+        let mut s = codex_wire::Session::new();
+        for l in &lines {
+            let before = s.fast_hits();
+            let v = s.feed(l);
+            println!(
+                "{}\n  fast={} {:?}\n",
+                String::from_utf8_lossy(l),
+                s.fast_hits() > before,
+                v
+            );
+        }
+        return;
+    }
+    // `engine_bench N MIX split`: fast-path lines and the others, each against the floor.
+    if std::env::args().nth(3).as_deref() == Some("split") {
+        let mut s = codex_wire::Session::new();
+        let (mut fast, mut slow) = (Vec::new(), Vec::new());
+        // Each group replays the session opening (initialize) first.
+        let opening: Vec<&[u8]> = lines.iter().take(2).copied().collect();
+        for l in &lines {
+            let before = s.fast_hits();
+            s.feed(l);
+            if s.fast_hits() > before {
+                fast.push(*l)
+            } else {
+                slow.push(*l)
+            }
+        }
+        for (name, group) in [("fast", &fast), ("exact", &slow)] {
+            let t = Instant::now();
+            for l in group.iter() {
+                std::hint::black_box(serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok());
+            }
+            let f = t.elapsed().as_secs_f64() * 1e9 / group.len().max(1) as f64;
+            let mut s = codex_wire::Session::new();
+            for l in &opening {
+                s.feed(l);
+            }
+            let t = Instant::now();
+            for l in group.iter() {
+                std::hint::black_box(s.feed(l));
+            }
+            let e = t.elapsed().as_secs_f64() * 1e9 / group.len().max(1) as f64;
+            println!("{name}: {} lines ({} fast on replay), floor {f:.0} ns, engine {e:.0} ns ({:.2} of floor)", group.len(), s.fast_hits(), f / e);
+        }
+        return;
+    }
     let t = Instant::now();
     for l in &lines {
         std::hint::black_box(serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok());

@@ -395,6 +395,35 @@ impl Session {
             .insert(id, static_method(self.protocol, method));
     }
 
+    /// A request's params checked at the cursor: `Some(None)` when the server takes them,
+    /// `Some(Some(message))` when it replies with serde's error (the scan then stands past
+    /// the params, the whole value checked as JSON), `None` when the scan is not sure.
+    fn fast_params(
+        &mut self,
+        m: &str,
+        s: &mut Scan,
+        out: &mut Vec<String>,
+    ) -> Option<Option<String>> {
+        let at = s.mark();
+        let p = &mut self.path;
+        p.reset();
+        p.key("params");
+        if (self.protocol.fast_params)(m, s, p, out).is_ok() {
+            return Some(None);
+        }
+        let invalid = s.take_invalid()?;
+        s.reset(at);
+        // Null params are absent ones to the server (it drops them): a type that does not take
+        // null (so no `Option`, whose absence is `None`) is then a missing field.
+        if s.peek().ok()? == b'n' {
+            s.null().ok()?;
+            return Some(Some("missing field `params`".into()));
+        }
+        // The rest of the value must still be JSON the server buffers.
+        s.skip().ok()?;
+        Some(Some(s.message(invalid).ok()?))
+    }
+
     /// The common lines (a request of an initialized session, a response) checked in one scan
     /// of the text; `None` when the fast path is not sure, and the exact path decides. It
     /// changes the session only when it answers.
@@ -435,11 +464,7 @@ impl Session {
                     // Usually the method came first: check the params now, in the same scan.
                     match method {
                         Some(m) => {
-                            let p = &mut self.path;
-                            p.reset();
-                            p.key("params");
-                            (self.protocol.fast_params)(m, &mut s, p, &mut out).ok()?;
-                            walked = Some(());
+                            walked = Some(self.fast_params(m, &mut s, &mut out)?);
                         }
                         None => s.skip().ok()?,
                     }
@@ -468,17 +493,7 @@ impl Session {
             envelope.report(&JsonPath::root(), &mut ignored);
         }
         if let Some(m) = method {
-            if result.is_some() || m == "initialize" || !self.initialized {
-                return None;
-            }
-            // The gate looks at top-level params keys; a line that names none of them (and
-            // has no escaped keys: the scan bails on those) cannot be gated.
-            if !self.experimental
-                && ((self.protocol.is_experimental_method)(m)
-                    || (self.protocol.experimental_checks)(m)
-                        .iter()
-                        .any(|c| memchr::memmem::find(text, c.0.as_bytes()).is_some()))
-            {
+            if result.is_some() || m == "initialize" {
                 return None;
             }
             if walked.is_none() {
@@ -492,10 +507,34 @@ impl Session {
                     }
                     None => Scan::new(b"null"),
                 };
-                let p = &mut self.path;
-                p.reset();
-                p.key("params");
-                (self.protocol.fast_params)(m, &mut s, p, &mut out).ok()?;
+                walked = Some(self.fast_params(m, &mut s, &mut out)?);
+            }
+            // serde's error comes before any session rule (initialized, gating).
+            if let Some(Some(message)) = walked {
+                let mut v = Verdict::new(
+                    Kind::Request,
+                    Outcome::Reply(ErrorReply {
+                        code: INVALID_REQUEST,
+                        message: format!("Invalid request: {message}"),
+                        id: id_value.clone(),
+                    }),
+                );
+                v.id = Some(id_value);
+                v.method = Some(m.to_string());
+                return Some(v);
+            }
+            if !self.initialized {
+                return None;
+            }
+            // The gate looks at top-level params keys; a line that names none of them (and
+            // has no escaped keys: the scan bails on those) cannot be gated.
+            if !self.experimental
+                && ((self.protocol.is_experimental_method)(m)
+                    || (self.protocol.experimental_checks)(m)
+                        .iter()
+                        .any(|c| memchr::memmem::find(text, c.0.as_bytes()).is_some()))
+            {
+                return None;
             }
             ignored.append(&mut out);
             self.await_result(IdKey::of_text(id_text), m);

@@ -168,6 +168,7 @@ impl Emitter<'_> {
         }
         let words = fields.len().div_ceil(64).max(1);
         let mut required = vec![0u64; words];
+        let mut required_bits = vec![0u64; words];
         let arms: Vec<TokenStream> = fields
             .iter()
             .enumerate()
@@ -179,6 +180,7 @@ impl Emitter<'_> {
                 };
                 if must {
                     required[n / 64] |= 1 << (n % 64);
+                    required_bits[n / 64] |= 1 << (n % 64);
                 }
                 let json = &f.json;
                 let ty = self.fast_ty(f);
@@ -205,6 +207,16 @@ impl Emitter<'_> {
         let report = tagged.then(|| quote!(unknown.report(p, out);));
         let words_lit = words;
         let required: Vec<TokenStream> = required.iter().map(|w| quote!(#w)).collect();
+        // serde checks absent fields after the last key, in declaration order.
+        let missing: Vec<TokenStream> = fields
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| required_bits[n / 64] & (1 << (n % 64)) != 0)
+            .map(|(n, f)| {
+                let json = &f.json;
+                quote!(else if !seen.has(#n) { Err(s.missing(#json)) })
+            })
+            .collect();
         quote!({
             let mut seen = crate::fast::Seen::<#words_lit>::new();
             #[allow(unused_mut)]
@@ -219,7 +231,10 @@ impl Emitter<'_> {
                 }
             }
             #report
-            if seen.has_all(&[#(#required),*]) { Ok(()) } else { Err(crate::fast::Bail) }
+            // An expression, not `return`: the walker is also inlined in variant arms.
+            if seen.has_all(&[#(#required),*]) { Ok(()) }
+            #(#missing)*
+            else { Err(crate::fast::Bail) }
         })
     }
 
@@ -237,6 +252,7 @@ impl Emitter<'_> {
         tagged: bool,
     ) -> TokenStream {
         let plain = self.fast_walker(fields, deny, false);
+        let expecting = format!("struct {}", name.to_string().trim_start_matches("r#"));
         let fields_fn = tagged.then(|| {
             let body = self.fast_walker(fields, deny, true);
             quote! {
@@ -248,6 +264,12 @@ impl Emitter<'_> {
         quote! {
             impl crate::fast::Fast for #name {
                 fn fast(s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R {
+                    match s.peek()? {
+                        b'{' => {}
+                        // Positional: the exact path.
+                        b'[' => return Err(crate::fast::Bail),
+                        _ => return Err(s.wrong(#expecting)),
+                    }
                     s.obj_begin()?;
                     #plain
                 }
@@ -325,6 +347,11 @@ impl Emitter<'_> {
                         }
                     }
                 });
+                // Without struct variants a map is still a variant, or an error about its
+                // length: the exact path.
+                let map_bails = object
+                    .is_none()
+                    .then(|| quote!(b'{' => Err(crate::fast::Bail),));
                 quote! {
                     match s.peek()? {
                         b'"' => {
@@ -333,7 +360,8 @@ impl Emitter<'_> {
                             #unit_match
                         }
                         #object
-                        _ => Err(crate::fast::Bail),
+                        #map_bails
+                        _ => Err(s.wrong("string or map")),
                     }
                 }
             }
@@ -363,8 +391,17 @@ impl Emitter<'_> {
                         Some(quote!(#json => #check,))
                     })
                     .collect();
+                let expecting = format!(
+                    "internally tagged enum {}",
+                    name.to_string().trim_start_matches("r#")
+                );
                 quote! {
-                    if s.peek()? != b'{' { return Err(crate::fast::Bail); }
+                    match s.peek()? {
+                        b'{' => {}
+                        // Positional: the exact path.
+                        b'[' => return Err(crate::fast::Bail),
+                        _ => return Err(s.wrong(#expecting)),
+                    }
                     let start = s.mark();
                     s.obj_begin()?;
                     let variant = s.find_tag(#tag)?;
@@ -387,13 +424,21 @@ impl Emitter<'_> {
                             Body::Other => quote!(Err(crate::fast::Bail)),
                             body => self.fast_value_body(body).unwrap_or_default(),
                         };
-                        quote!(if #k & kind != 0 { return #check; })
+                        // An error inside a variant is no error of the enum's: its message
+                        // is the untagged one, and a later variant might take the value.
+                        quote!(if #k & kind != 0 {
+                            let r = #check;
+                            if r.is_err() { s.take_invalid(); }
+                            return r;
+                        })
                     })
                     .collect();
+                let name_str = name.to_string().trim_start_matches("r#").to_string();
                 quote! {
                     let kind = crate::fast::kinds::of(s.peek()?);
                     #(#tries)*
-                    Err(crate::fast::Bail)
+                    // Every variant's kinds are a superset of what it takes: none takes this.
+                    Err(s.untagged(#name_str))
                 }
             }
         };

@@ -49,10 +49,14 @@ crate::track::leaf!(
 
 /// The fast path's view of the hand-written string types: the same checks on the string.
 macro_rules! fast_string {
-    ($($t:ty => $ok:expr),*) => {$(
+    ($($t:ty, $expecting:literal => $ok:expr),*) => {$(
         impl Fast for $t {
             const LEAF: bool = true;
             fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+                // Each reads a `PathBuf` or a `String` first: that type's wrong kinds.
+                if s.peek()? != b'"' {
+                    return Err(s.wrong($expecting));
+                }
                 let v = s.str()?;
                 let ok: fn(&str) -> bool = $ok;
                 if ok(&v) { Ok(()) } else { Err(Bail) }
@@ -61,10 +65,10 @@ macro_rules! fast_string {
     )*};
 }
 fast_string!(
-    AbsolutePathBuf => |v| std::path::Path::new(v).is_absolute(),
-    StrictAbsolutePath => |v| std::path::Path::new(v).is_absolute(),
-    ReasoningEffort => |v| !v.is_empty(),
-    ThreadId => is_uuid
+    AbsolutePathBuf, "path string" => |v| std::path::Path::new(v).is_absolute(),
+    StrictAbsolutePath, "a string" => |v| std::path::Path::new(v).is_absolute(),
+    ReasoningEffort, "a string" => |v| !v.is_empty(),
+    ThreadId, "a string" => is_uuid
 );
 
 /// Rare shapes with their own rules: the exact path takes them.

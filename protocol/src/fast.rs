@@ -44,7 +44,47 @@ static STOP: [bool; 256] = {
 /// The end of the run of plain string bytes starting at `j`: eight bytes at a time while
 /// none of them is a quote, a backslash, a control character or non-ASCII, then byte by byte.
 #[inline]
-fn plain_run(b: &[u8], mut j: usize) -> usize {
+fn plain_run(b: &[u8], j: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        plain_run_sse2(b, j)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        plain_run_swar(b, j)
+    }
+}
+
+/// [`plain_run`] sixteen bytes at a time (SSE2 is part of every x86_64), then word by word.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn plain_run_sse2(b: &[u8], mut j: usize) -> usize {
+    use std::arch::x86_64::*;
+    while j + 16 <= b.len() {
+        // SAFETY: SSE2 is baseline on x86_64; the load reads b[j..j + 16], in bounds.
+        let mask = unsafe {
+            let x = _mm_loadu_si128(b.as_ptr().add(j) as *const __m128i);
+            // Signed: below 0x20 is a control character or (negative) a byte >= 0x80.
+            let stop = _mm_or_si128(
+                _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8)),
+                    _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8)),
+                ),
+            );
+            _mm_movemask_epi8(stop)
+        };
+        if mask != 0 {
+            return j + mask.trailing_zeros() as usize;
+        }
+        j += 16;
+    }
+    plain_run_swar(b, j)
+}
+
+/// [`plain_run`] eight bytes at a time in a `u64`, then byte by byte.
+#[inline]
+fn plain_run_swar(b: &[u8], mut j: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Nonzero high bits where a byte of `x` is zero (never misses one).
@@ -102,6 +142,23 @@ pub struct Scan<'a> {
     s: &'a [u8],
     i: usize,
     depth: u32,
+    /// Set just before a [`Bail`] that is in fact a sure error (see [`Invalid`]).
+    invalid: Option<Invalid>,
+}
+
+/// The first error serde would report, found by the scan, and sure: the check that found it
+/// returns `Err(Bail)` at once, and every caller passes that on unchanged (an untagged enum,
+/// whose message would differ, clears it). Only a wrong JSON kind other than a number (whose
+/// `Content` form depends on the literal), a missing field, or an untagged enum no variant of
+/// which takes the kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    /// `invalid type: <the value at byte at>, expected <expecting>`.
+    Type { at: usize, expecting: &'static str },
+    /// ``missing field `<name>` ``.
+    Missing(&'static str),
+    /// `data did not match any variant of untagged enum <name>`.
+    Untagged(&'static str),
 }
 
 /// A saved cursor position (to read an internally tagged object twice).
@@ -110,7 +167,67 @@ pub struct Mark(usize, u32);
 
 impl<'a> Scan<'a> {
     pub fn new(s: &'a [u8]) -> Self {
-        Scan { s, i: 0, depth: 0 }
+        Scan {
+            s,
+            i: 0,
+            depth: 0,
+            invalid: None,
+        }
+    }
+
+    /// The value at the cursor is of a kind a type expecting `expecting` never takes: a sure
+    /// error unless it is a number (or not JSON at all: the caller's rescan decides that).
+    pub fn wrong(&mut self, expecting: &'static str) -> Bail {
+        if let Ok(c) = self.peek() {
+            if matches!(c, b'n' | b't' | b'f' | b'"' | b'[' | b'{') {
+                self.invalid = Some(Invalid::Type {
+                    at: self.i,
+                    expecting,
+                });
+            }
+        }
+        Bail
+    }
+
+    /// A required field is absent (the first in declaration order, as serde checks them).
+    pub fn missing(&mut self, field: &'static str) -> Bail {
+        self.invalid = Some(Invalid::Missing(field));
+        Bail
+    }
+
+    /// No variant of untagged enum `name` takes the value's kind.
+    pub fn untagged(&mut self, name: &'static str) -> Bail {
+        self.invalid = Some(Invalid::Untagged(name));
+        Bail
+    }
+
+    /// The sure error behind the last `Bail`, if it was one (and forgets it).
+    pub fn take_invalid(&mut self) -> Option<Invalid> {
+        self.invalid.take()
+    }
+
+    /// serde's message for a sure error (`serde_json`'s wording: `null` for a unit).
+    pub fn message(&self, e: Invalid) -> R<String> {
+        Ok(match e {
+            Invalid::Type { at, expecting } => {
+                let mut s = Scan::new(self.s);
+                s.i = at;
+                let unexpected = match s.peek()? {
+                    b'n' => "null".to_string(),
+                    b't' => "boolean `true`".to_string(),
+                    b'f' => "boolean `false`".to_string(),
+                    b'"' => format!("string {:?}", s.str()?),
+                    b'[' => "sequence".to_string(),
+                    b'{' => "map".to_string(),
+                    _ => return Err(Bail),
+                };
+                format!("invalid type: {unexpected}, expected {expecting}")
+            }
+            Invalid::Missing(f) => format!("missing field `{f}`"),
+            Invalid::Untagged(name) => {
+                format!("data did not match any variant of untagged enum {name}")
+            }
+        })
     }
 
     pub fn mark(&self) -> Mark {
@@ -487,6 +604,12 @@ impl<const W: usize> Seen<W> {
         Ok(())
     }
 
+    /// Field `n` was seen.
+    #[inline]
+    pub fn has(&self, n: usize) -> bool {
+        self.0[n / 64] & (1u64 << (n % 64)) != 0
+    }
+
     /// Every field in `required` was seen.
     pub fn has_all(&self, required: &[u64; W]) -> bool {
         self.0.iter().zip(required).all(|(s, r)| s & r == *r)
@@ -556,6 +679,9 @@ pub fn field<T: Fast>(s: &mut Scan, p: &mut JsonPath, out: &mut Vec<String>, k: 
 impl Fast for String {
     const LEAF: bool = true;
     fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+        if s.peek()? != b'"' {
+            return Err(s.wrong("a string"));
+        }
         s.raw_str().map(drop)
     }
 }
@@ -563,6 +689,9 @@ impl Fast for String {
 impl Fast for std::path::PathBuf {
     const LEAF: bool = true;
     fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+        if s.peek()? != b'"' {
+            return Err(s.wrong("path string"));
+        }
         s.raw_str().map(drop)
     }
 }
@@ -570,6 +699,9 @@ impl Fast for std::path::PathBuf {
 impl Fast for bool {
     const LEAF: bool = true;
     fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+        if !matches!(s.peek()?, b't' | b'f') {
+            return Err(s.wrong("a boolean"));
+        }
         s.bool()
     }
 }
@@ -577,6 +709,10 @@ impl Fast for bool {
 impl Fast for () {
     const LEAF: bool = true;
     fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+        // serde takes an empty map (or sequence) as a unit too: the exact path decides those.
+        if !matches!(s.peek()?, b'n' | b'{' | b'[') {
+            return Err(s.wrong("unit"));
+        }
         s.null()
     }
 }
@@ -592,7 +728,10 @@ impl Fast for serde_json::Value {
 /// An integer literal both of serde's routes accept: the server's direct `str::parse` (a
 /// `Value` with `arbitrary_precision`) and the buffered `Content` one (`as_u64`/`as_i64`,
 /// then a range check). Fractions, exponents and `-0` bail.
-fn int(s: &mut Scan, min: i128, max: i128) -> R {
+fn int(s: &mut Scan, min: i128, max: i128, name: &'static str) -> R {
+    if !matches!(s.peek()?, b'-' | b'0'..=b'9') {
+        return Err(s.wrong(name));
+    }
     let t = s.number()?;
     if t.len() > 20 || t.contains(['.', 'e', 'E']) || t == "-0" {
         return Err(Bail);
@@ -609,7 +748,7 @@ macro_rules! ints {
         impl Fast for $t {
             const LEAF: bool = true;
             fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
-                int(s, <$t>::MIN as i128, <$t>::MAX as i128)
+                int(s, <$t>::MIN as i128, <$t>::MAX as i128, stringify!($t))
             }
         }
     )*};
@@ -621,6 +760,9 @@ ints!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 impl Fast for f64 {
     const LEAF: bool = true;
     fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
+        if !matches!(s.peek()?, b'-' | b'0'..=b'9') {
+            return Err(s.wrong("f64"));
+        }
         let t = s.number()?;
         if !t.contains(['.', 'e', 'E']) {
             return if t.len() <= 15 && t != "-0" {
@@ -639,7 +781,7 @@ impl Fast for f64 {
 impl Fast for f32 {
     const LEAF: bool = true;
     fn fast(s: &mut Scan, _: &mut JsonPath, _: &mut Vec<String>) -> R {
-        int(s, -(1 << 24), 1 << 24)
+        int(s, -(1 << 24), 1 << 24, "f32")
     }
 }
 
@@ -667,6 +809,9 @@ impl<T: Fast> Fast for Box<T> {
 impl<T: Fast> Fast for Vec<T> {
     const LEAF: bool = T::LEAF;
     fn fast(s: &mut Scan, p: &mut JsonPath, out: &mut Vec<String>) -> R {
+        if s.peek()? != b'[' {
+            return Err(s.wrong("a sequence"));
+        }
         s.arr_begin()?;
         let mut first = true;
         let mut i = 0;
@@ -687,6 +832,9 @@ impl<T: Fast> Fast for Vec<T> {
 impl<T: Fast> Fast for std::collections::HashMap<String, T> {
     const LEAF: bool = T::LEAF;
     fn fast(s: &mut Scan, p: &mut JsonPath, out: &mut Vec<String>) -> R {
+        if s.peek()? != b'{' {
+            return Err(s.wrong("a map"));
+        }
         s.obj_begin()?;
         let mut first = true;
         // A map's keys are all "unknown" to the bitset: the same duplicate check applies.
@@ -728,7 +876,7 @@ mod tests {
     fn plain_run_matches_the_byte_loop() {
         let mut rng = crate::rng::Rng::new(3);
         for _ in 0..20_000 {
-            let len = rng.below(40);
+            let len = rng.below(80);
             let pool = [b'a', b'"', b'\\', 0x1f, 0x20, 0x7f, 0x80, 0xff, b'!', 0x00];
             let b: Vec<u8> = (0..len).map(|_| pool[rng.below(pool.len())]).collect();
             let start = rng.below(len + 1);
@@ -737,6 +885,7 @@ mod tests {
                 j += 1;
             }
             assert_eq!(plain_run(&b, start), j, "{b:?} from {start}");
+            assert_eq!(plain_run_swar(&b, start), j, "{b:?} from {start}");
         }
     }
 
