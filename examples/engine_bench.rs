@@ -52,6 +52,11 @@ fn main() {
     }
     // `engine_bench N MIX dump`: the lines and their verdicts.
     if std::env::args().nth(3).as_deref() == Some("dump") {
+        eprintln!(
+            "Verdict: {} bytes, Value: {}",
+            std::mem::size_of::<codex_wire::Verdict>(),
+            std::mem::size_of::<serde_json::Value>()
+        );
         let mut s = codex_wire::Session::new();
         for l in &lines {
             let before = s.fast_hits();

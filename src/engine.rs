@@ -46,8 +46,9 @@ impl Kind {
 pub enum Outcome {
     /// Passed every protocol check: the handler runs (and answers with a result or its own error).
     Accepted,
-    /// The server answers with this protocol error.
-    Reply(ErrorReply),
+    /// The server answers with this protocol error (boxed: a verdict is moved on every line,
+    /// and most lines carry none).
+    Reply(Box<ErrorReply>),
     /// The server says nothing.
     NoReply,
     /// The server closes the connection.
@@ -84,7 +85,9 @@ impl ErrorReply {
 pub struct Verdict {
     pub kind: Kind,
     pub id: Option<Value>,
-    pub method: Option<String>,
+    /// The method, borrowed from the protocol's table when it is one of its own (no
+    /// allocation per line).
+    pub method: Option<Cow<'static, str>>,
     pub outcome: Outcome,
     /// Paths of keys the real server drops (`$.params.input[0].extra`).
     pub ignored: Vec<String>,
@@ -364,7 +367,7 @@ impl Session {
         let method = obj
             .get("method")
             .and_then(Value::as_str)
-            .map(str::to_string);
+            .map(|m| static_method(self.protocol, m));
         let mut v = match kind {
             Kind::Request => self.request(&mut obj, &mut ignored),
             Kind::Notification => self.notification(&mut obj, &mut ignored),
@@ -386,13 +389,12 @@ impl Session {
     }
 
     /// Remembers an accepted request, so that the server's result can be checked against it.
-    fn await_result(&mut self, id: IdKey, method: &str) {
+    fn await_result(&mut self, id: IdKey, method: Cow<'static, str>) {
         // Bounded: a client-only capture never sees the results that would drain it.
         if self.awaiting.len() >= MAX_AWAITING {
             self.awaiting.clear();
         }
-        self.awaiting
-            .insert(id, static_method(self.protocol, method));
+        self.awaiting.insert(id, method);
     }
 
     /// A request's params checked at the cursor: `Some(None)` when the server takes them,
@@ -513,14 +515,14 @@ impl Session {
             if let Some(Some(message)) = walked {
                 let mut v = Verdict::new(
                     Kind::Request,
-                    Outcome::Reply(ErrorReply {
+                    Outcome::Reply(Box::new(ErrorReply {
                         code: INVALID_REQUEST,
                         message: format!("Invalid request: {message}"),
                         id: id_value.clone(),
-                    }),
+                    })),
                 );
                 v.id = Some(id_value);
-                v.method = Some(m.to_string());
+                v.method = Some(static_method(self.protocol, m));
                 return Some(v);
             }
             if !self.initialized {
@@ -537,10 +539,11 @@ impl Session {
                 return None;
             }
             ignored.append(&mut out);
-            self.await_result(IdKey::of_text(id_text), m);
+            let m = static_method(self.protocol, m);
+            self.await_result(IdKey::of_text(id_text), m.clone());
             let mut v = Verdict::new(Kind::Request, Outcome::Accepted);
             v.id = Some(id_value);
-            v.method = Some(m.to_string());
+            v.method = Some(m);
             v.ignored = ignored;
             return Some(v);
         }
@@ -569,11 +572,11 @@ impl Session {
         let reply = |message: String| {
             Verdict::new(
                 Kind::Request,
-                Outcome::Reply(ErrorReply {
+                Outcome::Reply(Box::new(ErrorReply {
                     code: INVALID_REQUEST,
                     message,
                     id: id.clone(),
-                }),
+                })),
             )
         };
         // The server rebuilds {id, method, params} (params only when present and not null).
@@ -615,7 +618,7 @@ impl Session {
             }
         }
         (self.protocol.track_client_request)(&typed, &mut JsonPath::root(), ignored);
-        self.await_result(IdKey::of(&id), method);
+        self.await_result(IdKey::of(&id), static_method(self.protocol, method));
         Verdict::new(Kind::Request, Outcome::Accepted)
     }
 
@@ -691,7 +694,7 @@ impl Session {
         let method = obj
             .get("method")
             .and_then(Value::as_str)
-            .map(str::to_string);
+            .map(|m| static_method(self.protocol, m));
         let mut root = JsonPath::server();
         let check = |r: Result<Vec<String>, String>, v: &mut Verdict| match r {
             Ok(paths) => v.ignored = paths,

@@ -391,7 +391,8 @@ fn all_method_traffic_is_identical_fast_and_exact() {
             if hit == 0 {
                 let what = a
                     .method
-                    .clone()
+                    .as_deref()
+                    .map(str::to_string)
                     .or(a.reply_to.clone())
                     .unwrap_or_else(|| "response".into());
                 *slow.entry(what).or_default() += 1;

@@ -327,7 +327,13 @@ impl Emitter<'_> {
                     .filter_map(|v| {
                         let json = &v.json;
                         let check = self.fast_value_body(&v.body)?;
-                        Some(quote!(#json => { p.key(k); #check?; p.pop(); }))
+                        // serde checks the map's length before the variant's body: an
+                        // error inside is sure only with one key, so none is (bail).
+                        Some(quote!(#json => {
+                            p.key(k);
+                            if let Err(e) = #check { s.take_invalid(); return Err(e); }
+                            p.pop();
+                        }))
                     })
                     .collect();
                 let object = (!arms.is_empty()).then(|| {

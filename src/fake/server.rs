@@ -320,7 +320,7 @@ impl Conn {
             Outcome::Accepted => {
                 let m = msg.unwrap_or(Value::Null);
                 let id = verdict.id.clone().unwrap_or(Value::Null);
-                let method = verdict.method.clone().unwrap_or_default();
+                let method = verdict.method.as_deref().unwrap_or_default().to_string();
                 let params = m.get("params").cloned().unwrap_or(Value::Null);
                 self.dispatch(&id, &method, &params);
             }

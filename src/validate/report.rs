@@ -292,7 +292,8 @@ fn describe(dir: Dir, v: &Verdict) -> String {
 
 fn method_label(v: &Verdict) -> String {
     v.method
-        .clone()
+        .as_deref()
+        .map(str::to_string)
         .or_else(|| v.reply_to.as_ref().map(|m| format!("response to {m}")))
         .unwrap_or_default()
 }
