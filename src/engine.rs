@@ -149,12 +149,21 @@ impl IdKey {
             _ => IdKey::Text(text.into()),
         }
     }
+}
 
-    /// From the fast path's id text: a canonical i64 or a string without escapes.
-    fn of_text(text: &str) -> IdKey {
-        match text.parse::<i64>() {
-            Ok(n) => IdKey::Int(n),
-            Err(_) => IdKey::Text(text.into()),
+/// A request id as the fast path reads it: a canonical i64, or a string without escapes.
+#[derive(Clone, Copy)]
+enum FastId<'a> {
+    Int(i64),
+    Str(&'a str),
+}
+
+impl FastId<'_> {
+    /// The key [`IdKey::of`] gives the same id (a string keeps its quotes: its JSON text).
+    fn key(self) -> IdKey {
+        match self {
+            FastId::Int(n) => IdKey::Int(n),
+            FastId::Str(t) => IdKey::Text(format!("\"{t}\"").into()),
         }
     }
 }
@@ -397,21 +406,22 @@ impl Session {
         self.awaiting.insert(id, method);
     }
 
-    /// A request's params checked at the cursor: `Some(None)` when the server takes them,
-    /// `Some(Some(message))` when it replies with serde's error (the scan then stands past
-    /// the params, the whole value checked as JSON), `None` when the scan is not sure.
+    /// A request's params checked at the cursor: `Some(Ok(method))` when the server takes
+    /// them (the method's static name), `Some(Err(message))` when it replies with serde's
+    /// error (the scan then stands past the params, the whole value checked as JSON), `None`
+    /// when the scan is not sure.
     fn fast_params(
         &mut self,
         m: &str,
         s: &mut Scan,
         out: &mut Vec<String>,
-    ) -> Option<Option<String>> {
+    ) -> Option<Result<&'static str, String>> {
         let at = s.mark();
         let p = &mut self.path;
         p.reset();
         p.key("params");
-        if (self.protocol.fast_params)(m, s, p, out).is_ok() {
-            return Some(None);
+        if let Ok(name) = (self.protocol.fast_params)(m, s, p, out) {
+            return Some(Ok(name));
         }
         let invalid = s.take_invalid()?;
         s.reset(at);
@@ -419,11 +429,12 @@ impl Session {
         // null (so no `Option`, whose absence is `None`) is then a missing field.
         if s.peek().ok()? == b'n' {
             s.null().ok()?;
-            return Some(Some("missing field `params`".into()));
+            return Some(Err("missing field `params`".into()));
         }
-        // The rest of the value must still be JSON the server buffers.
-        s.skip().ok()?;
-        Some(Some(s.message(invalid).ok()?))
+        // The whole value must be JSON the server buffers, with no key given twice (a later
+        // one would replace what the error was about).
+        s.skip_unique().ok()?;
+        Some(Err(s.message(invalid).ok()?))
     }
 
     /// The common lines (a request of an initialized session, a response) checked in one scan
@@ -440,21 +451,20 @@ impl Session {
         while let Some(k) = s.next_key(&mut first).ok()? {
             match k {
                 "id" if id.is_none() => {
-                    // A string without escapes or a canonical i64: its text is then the
-                    // session's key for it, and the transport takes it as a request id.
-                    let c = s.peek().ok()?;
-                    let start = s.mark();
-                    if c == b'"' {
-                        if s.raw_str().ok()?.1 {
-                            return None;
+                    // A string without escapes or a canonical i64 (JSON has no leading zeros
+                    // or `+`: only `-0` reads back differently), as the transport takes it.
+                    id = Some(if s.peek().ok()? == b'"' {
+                        match s.raw_text().ok()? {
+                            (t, false) => FastId::Str(t),
+                            _ => return None,
                         }
                     } else {
                         let t = s.number().ok()?;
-                        if t.parse::<i64>().ok()?.to_string() != t {
+                        if t == "-0" {
                             return None;
                         }
-                    }
-                    id = Some(s.text(start, s.mark()).ok()?);
+                        FastId::Int(t.parse::<i64>().ok()?)
+                    });
                 }
                 "method" if method.is_none() => match s.raw_text().ok()? {
                     (m, false) => method = Some(m),
@@ -484,11 +494,10 @@ impl Session {
             }
         }
         s.end().ok()?;
-        let id_text = id?;
-        let id_value = if id_text.starts_with('"') {
-            Value::String(id_text[1..id_text.len() - 1].to_string())
-        } else {
-            Value::Number(id_text.parse::<i64>().ok()?.into())
+        let id = id?;
+        let id_value = match id {
+            FastId::Str(t) => Value::String(t.to_string()),
+            FastId::Int(n) => Value::Number(n.into()),
         };
         let mut ignored = Vec::new();
         if !envelope.is_empty() {
@@ -512,19 +521,22 @@ impl Session {
                 walked = Some(self.fast_params(m, &mut s, &mut out)?);
             }
             // serde's error comes before any session rule (initialized, gating).
-            if let Some(Some(message)) = walked {
-                let mut v = Verdict::new(
-                    Kind::Request,
-                    Outcome::Reply(Box::new(ErrorReply {
-                        code: INVALID_REQUEST,
-                        message: format!("Invalid request: {message}"),
-                        id: id_value.clone(),
-                    })),
-                );
-                v.id = Some(id_value);
-                v.method = Some(static_method(self.protocol, m));
-                return Some(v);
-            }
+            let m = match walked? {
+                Ok(name) => name,
+                Err(message) => {
+                    let mut v = Verdict::new(
+                        Kind::Request,
+                        Outcome::Reply(Box::new(ErrorReply {
+                            code: INVALID_REQUEST,
+                            message: format!("Invalid request: {message}"),
+                            id: id_value.clone(),
+                        })),
+                    );
+                    v.id = Some(id_value);
+                    v.method = Some(static_method(self.protocol, m));
+                    return Some(v);
+                }
+            };
             if !self.initialized {
                 return None;
             }
@@ -539,11 +551,10 @@ impl Session {
                 return None;
             }
             ignored.append(&mut out);
-            let m = static_method(self.protocol, m);
-            self.await_result(IdKey::of_text(id_text), m.clone());
+            self.await_result(id.key(), Cow::Borrowed(m));
             let mut v = Verdict::new(Kind::Request, Outcome::Accepted);
             v.id = Some(id_value);
-            v.method = Some(m);
+            v.method = Some(Cow::Borrowed(m));
             v.ignored = ignored;
             return Some(v);
         }
@@ -552,15 +563,16 @@ impl Session {
             return None;
         }
         let mut v = Verdict::new(Kind::Response, Outcome::NoReply);
-        let key = IdKey::of_text(id_text);
-        if let Some(m) = self.pending.get(&key) {
+        // A client-only capture never tells of server requests: no key to build.
+        let key = (!self.pending.is_empty()).then(|| id.key());
+        if let Some(m) = key.as_ref().and_then(|k| self.pending.get(k)) {
             let mut s = Scan::new(text);
             s.reset(result);
             let p = &mut self.path;
             p.reset();
             p.key("result");
             (self.protocol.fast_response)(m, &mut s, p, &mut ignored).ok()?;
-            v.reply_to = self.pending.remove(&key);
+            v.reply_to = key.and_then(|k| self.pending.remove(&k));
         }
         v.id = Some(id_value);
         v.ignored = ignored;

@@ -24,6 +24,12 @@ const STRING_CUSTOM: &[&str] = &[
     "StrictAbsolutePath",
 ];
 
+/// A check as a value: an inlined walker's `?` would otherwise leave the enclosing function
+/// before the caller could look at its error.
+fn contained(check: TokenStream) -> TokenStream {
+    quote!((|s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>| -> crate::fast::R { #check })(s, p, out))
+}
+
 pub struct FastPlan {
     /// Types that get a `Fast` impl.
     pub reach: HashSet<usize>,
@@ -326,7 +332,7 @@ impl Emitter<'_> {
                     .iter()
                     .filter_map(|v| {
                         let json = &v.json;
-                        let check = self.fast_value_body(&v.body)?;
+                        let check = contained(self.fast_value_body(&v.body)?);
                         // serde checks the map's length before the variant's body: an
                         // error inside is sure only with one key, so none is (bail).
                         Some(quote!(#json => {
@@ -432,6 +438,7 @@ impl Emitter<'_> {
                         };
                         // An error inside a variant is no error of the enum's: its message
                         // is the untagged one, and a later variant might take the value.
+                        let check = contained(check);
                         quote!(if #k & kind != 0 {
                             let r = #check;
                             if r.is_err() { s.take_invalid(); }
@@ -471,7 +478,7 @@ impl Emitter<'_> {
             .iter()
             .map(|(m, t)| {
                 let ty = self.rust_ty(t, false);
-                quote!(#m => <#ty as crate::fast::Fast>::fast(s, p, out))
+                quote!(#m => <#ty as crate::fast::Fast>::fast(s, p, out).map(|()| #m))
             })
             .collect();
         let resp_arms: Vec<TokenStream> = self
@@ -485,7 +492,7 @@ impl Emitter<'_> {
             .collect();
         quote! {
             /// Fast check of a client request's non-null `params` (see `crate::fast`).
-            pub fn fast_params(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R {
+            pub fn fast_params(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R<&'static str> {
                 match method { #(#req_arms,)* _ => Err(crate::fast::Bail) }
             }
             /// Fast check of a client's `result` for a server request of `method`.

@@ -275,13 +275,26 @@ impl<'a> Scan<'a> {
     }
 
     /// A string at the cursor: its body between the quotes, and whether it has escapes.
+    #[inline]
     pub fn raw_str(&mut self) -> R<(&'a [u8], bool)> {
         if self.peek()? != b'"' {
             return Err(Bail);
         }
-        let b = self.s;
+        // Inlined: the common string, plain ASCII to its closing quote (every key, most
+        // values); anything else continues out of line.
         let start = self.i + 1;
-        let mut j = start;
+        let j = plain_run(self.s, start);
+        if self.s.get(j) == Some(&b'"') {
+            self.i = j + 1;
+            return Ok((&self.s[start..j], false));
+        }
+        self.raw_str_rest(start, j)
+    }
+
+    /// [`Scan::raw_str`] from the first byte at `j` that is not plain ASCII.
+    #[inline(never)]
+    fn raw_str_rest(&mut self, start: usize, mut j: usize) -> R<(&'a [u8], bool)> {
+        let b = self.s;
         let mut escaped = false;
         loop {
             j = plain_run(b, j);
@@ -538,6 +551,33 @@ impl<'a> Scan<'a> {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// [`Scan::skip`], but bails on a repeated (or escaped) key in any object: parsed into a
+    /// `Value`, the last of two equal keys wins in the first one's place, so an error the scan
+    /// found before it may be no error the server sees.
+    pub fn skip_unique(&mut self) -> R {
+        match self.peek()? {
+            b'{' => {
+                self.open()?;
+                let mut keys = Unknown::new();
+                let mut first = true;
+                while let Some(k) = self.next_key(&mut first)? {
+                    keys.add(k)?;
+                    self.skip_unique()?;
+                }
+                Ok(())
+            }
+            b'[' => {
+                self.open()?;
+                let mut first = true;
+                while self.next_elem(&mut first)? {
+                    self.skip_unique()?;
+                }
+                Ok(())
+            }
+            _ => self.skip(),
         }
     }
 

@@ -68,8 +68,9 @@ pub struct Protocol {
     /// The server's `result` for a client request of `method`, walked from the given path
     /// (with [`JsonPath::server`] it also collects the always-sent keys the result lacks).
     pub check_result_at: fn(&str, &Value, &mut JsonPath) -> Checked,
-    /// The fast path over a request's params / a response's result.
-    pub fast_params: fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> R,
+    /// The fast path over a request's params (accepted: the method's static name, so the
+    /// method is matched once a line) / a response's result.
+    pub fast_params: fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> R<&'static str>,
     pub fast_response: fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> R,
     /// `JSONRPCMessage` read from the line's text, as the transport reads it.
     pub envelope_text: fn(&str) -> Option<Envelope>,
