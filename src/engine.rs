@@ -197,6 +197,8 @@ pub struct Session {
     awaiting: IdMap<Cow<'static, str>>,
     /// Only the exact path (the fast path's differential tests compare against it).
     exact_only: bool,
+    /// Whether the server's side is seen too (else accepted requests are not remembered).
+    await_results: bool,
     /// Lines the fast path answered.
     fast_hits: u64,
     /// The codex version this session speaks.
@@ -225,6 +227,7 @@ impl Session {
             pending: IdMap::default(),
             awaiting: IdMap::default(),
             exact_only: false,
+            await_results: true,
             fast_hits: 0,
             protocol,
             path: JsonPath::root(),
@@ -239,6 +242,13 @@ impl Session {
     /// A session that speaks codex `version` (`None`: not one this build knows).
     pub fn for_version(version: &str) -> Option<Self> {
         crate::by_version(version).map(Self::with_protocol)
+    }
+
+    /// A session that sees only the client's lines (a raw capture): the results that would
+    /// be checked against accepted requests never come, so none is remembered.
+    pub fn client_only(mut self) -> Self {
+        self.await_results = false;
+        self
     }
 
     /// A session that never takes the fast path: every line goes through the `Value` parse,
@@ -287,7 +297,9 @@ impl Session {
         // The scan validates UTF-8 as it goes: a line it answers is valid text. (It needs no
         // `\r` stripping: a trailing `\r` is JSON whitespace, as the exact path sees it too.)
         if !self.exact_only {
-            if let Some(v) = self.fast_feed(line) {
+            // Written in place: a verdict is a few hundred bytes, and this is every line.
+            let mut v = Verdict::new(Kind::Unparsed, Outcome::NoReply);
+            if self.fast_feed(line, &mut v).is_some() {
                 self.fast_hits += 1;
                 return v;
             }
@@ -399,6 +411,9 @@ impl Session {
 
     /// Remembers an accepted request, so that the server's result can be checked against it.
     fn await_result(&mut self, id: IdKey, method: Cow<'static, str>) {
+        if !self.await_results {
+            return;
+        }
         // Bounded: a client-only capture never sees the results that would drain it.
         if self.awaiting.len() >= MAX_AWAITING {
             self.awaiting.clear();
@@ -407,20 +422,22 @@ impl Session {
     }
 
     /// A request's params checked at the cursor: `Some(Ok(method))` when the server takes
-    /// them (the method's static name), `Some(Err(message))` when it replies with serde's
-    /// error (the scan then stands past the params, the whole value checked as JSON), `None`
-    /// when the scan is not sure.
+    /// them (the method's static name), `Some(Err((method, message)))` when it replies with
+    /// serde's error (the scan then stands past the params, the whole value checked as JSON),
+    /// `None` when the scan is not sure.
     fn fast_params(
         &mut self,
         m: &str,
         s: &mut Scan,
         out: &mut Vec<String>,
-    ) -> Option<Result<&'static str, String>> {
+    ) -> Option<Result<&'static str, (&'static str, String)>> {
         let at = s.mark();
         let p = &mut self.path;
         p.reset();
         p.key("params");
-        if let Ok(name) = (self.protocol.fast_params)(m, s, p, out) {
+        let (name, checked) = (self.protocol.fast_params)(m, s, p, out);
+        let name = name?;
+        if checked.is_ok() {
             return Some(Ok(name));
         }
         let invalid = s.take_invalid()?;
@@ -429,18 +446,21 @@ impl Session {
         // null (so no `Option`, whose absence is `None`) is then a missing field.
         if s.peek().ok()? == b'n' {
             s.null().ok()?;
-            return Some(Err("missing field `params`".into()));
+            return Some(Err((
+                name,
+                "Invalid request: missing field `params`".into(),
+            )));
         }
         // The whole value must be JSON the server buffers, with no key given twice (a later
         // one would replace what the error was about).
         s.skip_unique().ok()?;
-        Some(Err(s.message(invalid).ok()?))
+        Some(Err((name, s.message(invalid).ok()?)))
     }
 
     /// The common lines (a request of an initialized session, a response) checked in one scan
     /// of the text; `None` when the fast path is not sure, and the exact path decides. It
     /// changes the session only when it answers.
-    fn fast_feed(&mut self, text: &[u8]) -> Option<Verdict> {
+    fn fast_feed(&mut self, text: &[u8], v: &mut Verdict) -> Option<()> {
         let mut s = Scan::new(text);
         s.obj_begin().ok()?;
         let mut first = true;
@@ -523,18 +543,18 @@ impl Session {
             // serde's error comes before any session rule (initialized, gating).
             let m = match walked? {
                 Ok(name) => name,
-                Err(message) => {
-                    let mut v = Verdict::new(
+                Err((m, message)) => {
+                    *v = Verdict::new(
                         Kind::Request,
                         Outcome::Reply(Box::new(ErrorReply {
                             code: INVALID_REQUEST,
-                            message: format!("Invalid request: {message}"),
+                            message,
                             id: id_value.clone(),
                         })),
                     );
                     v.id = Some(id_value);
-                    v.method = Some(static_method(self.protocol, m));
-                    return Some(v);
+                    v.method = Some(Cow::Borrowed(m));
+                    return Some(());
                 }
             };
             if !self.initialized {
@@ -552,17 +572,18 @@ impl Session {
             }
             ignored.append(&mut out);
             self.await_result(id.key(), Cow::Borrowed(m));
-            let mut v = Verdict::new(Kind::Request, Outcome::Accepted);
+            v.kind = Kind::Request;
+            v.outcome = Outcome::Accepted;
             v.id = Some(id_value);
             v.method = Some(Cow::Borrowed(m));
             v.ignored = ignored;
-            return Some(v);
+            return Some(());
         }
         let result = result?;
         if params.is_some() {
             return None;
         }
-        let mut v = Verdict::new(Kind::Response, Outcome::NoReply);
+        let mut reply_to = None;
         // A client-only capture never tells of server requests: no key to build.
         let key = (!self.pending.is_empty()).then(|| id.key());
         if let Some(m) = key.as_ref().and_then(|k| self.pending.get(k)) {
@@ -572,11 +593,13 @@ impl Session {
             p.reset();
             p.key("result");
             (self.protocol.fast_response)(m, &mut s, p, &mut ignored).ok()?;
-            v.reply_to = key.and_then(|k| self.pending.remove(&k));
+            reply_to = key.and_then(|k| self.pending.remove(&k));
         }
+        v.kind = Kind::Response;
+        v.reply_to = reply_to;
         v.id = Some(id_value);
         v.ignored = ignored;
-        Some(v)
+        Some(())
     }
 
     fn request(&mut self, obj: &mut Map<String, Value>, ignored: &mut Vec<String>) -> Verdict {

@@ -478,7 +478,7 @@ impl Emitter<'_> {
             .iter()
             .map(|(m, t)| {
                 let ty = self.rust_ty(t, false);
-                quote!(#m => <#ty as crate::fast::Fast>::fast(s, p, out).map(|()| #m))
+                quote!(#m => (Some(#m), <#ty as crate::fast::Fast>::fast(s, p, out)))
             })
             .collect();
         let resp_arms: Vec<TokenStream> = self
@@ -492,8 +492,8 @@ impl Emitter<'_> {
             .collect();
         quote! {
             /// Fast check of a client request's non-null `params` (see `crate::fast`).
-            pub fn fast_params(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R<&'static str> {
-                match method { #(#req_arms,)* _ => Err(crate::fast::Bail) }
+            pub fn fast_params(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> (Option<&'static str>, crate::fast::R) {
+                match method { #(#req_arms,)* _ => (None, Err(crate::fast::Bail)) }
             }
             /// Fast check of a client's `result` for a server request of `method`.
             pub fn fast_response(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R {

@@ -206,7 +206,8 @@ impl<'a> Scan<'a> {
         self.invalid.take()
     }
 
-    /// serde's message for a sure error (`serde_json`'s wording: `null` for a unit).
+    /// The server's reply text for a sure error in a request: `Invalid request: ` and serde's
+    /// message (`serde_json`'s wording: `null` for a unit).
     pub fn message(&self, e: Invalid) -> R<String> {
         Ok(match e {
             Invalid::Type { at, expecting } => {
@@ -221,11 +222,11 @@ impl<'a> Scan<'a> {
                     b'{' => "map".to_string(),
                     _ => return Err(Bail),
                 };
-                format!("invalid type: {unexpected}, expected {expecting}")
+                format!("Invalid request: invalid type: {unexpected}, expected {expecting}")
             }
-            Invalid::Missing(f) => format!("missing field `{f}`"),
+            Invalid::Missing(f) => format!("Invalid request: missing field `{f}`"),
             Invalid::Untagged(name) => {
-                format!("data did not match any variant of untagged enum {name}")
+                format!("Invalid request: data did not match any variant of untagged enum {name}")
             }
         })
     }

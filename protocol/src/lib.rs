@@ -68,9 +68,10 @@ pub struct Protocol {
     /// The server's `result` for a client request of `method`, walked from the given path
     /// (with [`JsonPath::server`] it also collects the always-sent keys the result lacks).
     pub check_result_at: fn(&str, &Value, &mut JsonPath) -> Checked,
-    /// The fast path over a request's params (accepted: the method's static name, so the
-    /// method is matched once a line) / a response's result.
-    pub fast_params: fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> R<&'static str>,
+    /// The fast path over a request's params, with the method's static name when it is one
+    /// of the protocol's (so the method is matched once a line) / a response's result.
+    pub fast_params:
+        fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> (Option<&'static str>, R),
     pub fast_response: fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> R,
     /// `JSONRPCMessage` read from the line's text, as the transport reads it.
     pub envelope_text: fn(&str) -> Option<Envelope>,

@@ -297,7 +297,8 @@ struct Done {
 }
 
 fn check_raw(batch: Batch, prime: Prime, style: &Style) -> Done {
-    let mut s = Session::with_protocol(style.protocol);
+    // Raw captures hold the client's lines only.
+    let mut s = Session::with_protocol(style.protocol).client_only();
     if let Some(p) = &prime {
         s.feed(p);
     }
