@@ -36,6 +36,10 @@ pub type Checked = Option<Result<Vec<String>, String>>;
 /// `false` counts as set).
 pub type GateCheck = (&'static str, &'static str, &'static str, bool, bool);
 
+/// The fast path's answer on a request's params: the method's static name (when it is one of
+/// the protocol's) and the check.
+pub type FastParams = (Option<&'static str>, R);
+
 /// Everything the engine and the fake ask of one codex version's protocol.
 pub struct Protocol {
     /// `0.171.0`.
@@ -70,8 +74,7 @@ pub struct Protocol {
     pub check_result_at: fn(&str, &Value, &mut JsonPath) -> Checked,
     /// The fast path over a request's params, with the method's static name when it is one
     /// of the protocol's (so the method is matched once a line) / a response's result.
-    pub fast_params:
-        fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> (Option<&'static str>, R),
+    pub fast_params: fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> FastParams,
     pub fast_response: fn(&str, &mut Scan, &mut JsonPath, &mut Vec<String>) -> R,
     /// `JSONRPCMessage` read from the line's text, as the transport reads it.
     pub envelope_text: fn(&str) -> Option<Envelope>,
