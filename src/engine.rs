@@ -4,7 +4,7 @@
 //! `JSONRPCMessage` variants in order) → deserialize into `ClientRequest` → `Already
 //! initialized` / `Not initialized` → experimental gating.
 
-use crate::fast::{Scan, Unknown};
+use crate::fast::{Invalid, Scan, Unknown};
 use crate::track::JsonPath;
 use crate::{Envelope, Protocol};
 use serde::Deserialize;
@@ -18,6 +18,8 @@ const MAX_AWAITING: usize = 65_536;
 
 /// JSON-RPC error code the real server uses for every protocol error.
 pub const INVALID_REQUEST: i64 = -32600;
+/// How the server words a request serde rejects: this, then serde's message.
+const INVALID_REQUEST_PREFIX: &str = "Invalid request: ";
 
 /// How the line was classified, like the real transport does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -440,21 +442,21 @@ impl Session {
         if checked.is_ok() {
             return Some(Ok(name));
         }
-        let invalid = s.take_invalid()?;
+        let mut invalid = s.take_invalid()?;
         s.reset(at);
-        // Null params are absent ones to the server (it drops them): a type that does not take
-        // null (so no `Option`, whose absence is `None`) is then a missing field.
         if s.peek().ok()? == b'n' {
+            // Null params are absent ones to the server (it drops them): a type that does not
+            // take null (so no `Option`, whose absence is `None`) is then a missing field.
             s.null().ok()?;
-            return Some(Err((
-                name,
-                "Invalid request: missing field `params`".into(),
-            )));
+            invalid = Invalid::Missing("params");
+        } else {
+            // The whole value must be JSON the server buffers, with no key given twice (a
+            // later one would replace what the error was about).
+            s.skip_unique().ok()?;
         }
-        // The whole value must be JSON the server buffers, with no key given twice (a later
-        // one would replace what the error was about).
-        s.skip_unique().ok()?;
-        Some(Err((name, s.message(invalid).ok()?)))
+        let mut message = String::from(INVALID_REQUEST_PREFIX);
+        s.write_message(invalid, &mut message).ok()?;
+        Some(Err((name, message)))
     }
 
     /// The common lines (a request of an initialized session, a response) checked in one scan
@@ -627,7 +629,7 @@ impl Session {
         let typed = Value::Object(typed);
         let is_initialize = match (self.protocol.client_request)(&typed) {
             Ok(r) => r,
-            Err(e) => return reply(format!("Invalid request: {e}")),
+            Err(e) => return reply(format!("{INVALID_REQUEST_PREFIX}{e}")),
         };
         let method = typed["method"].as_str().unwrap_or_default();
         if is_initialize {

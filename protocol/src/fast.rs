@@ -206,29 +206,35 @@ impl<'a> Scan<'a> {
         self.invalid.take()
     }
 
-    /// The server's reply text for a sure error in a request: `Invalid request: ` and serde's
-    /// message (`serde_json`'s wording: `null` for a unit).
-    pub fn message(&self, e: Invalid) -> R<String> {
-        Ok(match e {
+    /// serde's message for a sure error, appended to `out` (`serde_json`'s wording: `null`
+    /// for a unit).
+    pub fn write_message(&self, e: Invalid, out: &mut String) -> R {
+        use std::fmt::Write;
+        let written = match e {
             Invalid::Type { at, expecting } => {
                 let mut s = Scan::new(self.s);
                 s.i = at;
-                let unexpected = match s.peek()? {
-                    b'n' => "null".to_string(),
-                    b't' => "boolean `true`".to_string(),
-                    b'f' => "boolean `false`".to_string(),
-                    b'"' => format!("string {:?}", s.str()?),
-                    b'[' => "sequence".to_string(),
-                    b'{' => "map".to_string(),
+                out.push_str("invalid type: ");
+                match s.peek()? {
+                    b'n' => out.push_str("null"),
+                    b't' => out.push_str("boolean `true`"),
+                    b'f' => out.push_str("boolean `false`"),
+                    b'"' => write!(out, "string {:?}", s.str()?).map_err(|_| Bail)?,
+                    b'[' => out.push_str("sequence"),
+                    b'{' => out.push_str("map"),
                     _ => return Err(Bail),
-                };
-                format!("Invalid request: invalid type: {unexpected}, expected {expecting}")
+                }
+                write!(out, ", expected {expecting}")
             }
-            Invalid::Missing(f) => format!("Invalid request: missing field `{f}`"),
+            Invalid::Missing(f) => write!(out, "missing field `{f}`"),
             Invalid::Untagged(name) => {
-                format!("Invalid request: data did not match any variant of untagged enum {name}")
+                write!(
+                    out,
+                    "data did not match any variant of untagged enum {name}"
+                )
             }
-        })
+        };
+        written.map_err(|_| Bail)
     }
 
     pub fn mark(&self) -> Mark {
@@ -503,8 +509,29 @@ impl<'a> Scan<'a> {
 
     /// Any JSON value (its keys are data: duplicates and escapes are fine here).
     pub fn skip(&mut self) -> R {
+        self.skip_as::<false>()
+    }
+
+    /// [`Scan::skip`], but bails on a repeated (or escaped) key in any object: parsed into a
+    /// `Value`, the last of two equal keys wins in the first one's place, so an error the scan
+    /// found before it may be no error the server sees.
+    pub fn skip_unique(&mut self) -> R {
+        self.skip_as::<true>()
+    }
+
+    fn skip_as<const UNIQUE: bool>(&mut self) -> R {
         match self.peek()? {
             b'"' => self.raw_str().map(drop),
+            b'{' if UNIQUE => {
+                self.open()?;
+                let mut keys = Unknown::new();
+                let mut first = true;
+                while let Some(k) = self.next_key(&mut first)? {
+                    keys.add(k)?;
+                    self.skip_as::<true>()?;
+                }
+                Ok(())
+            }
             b'{' => {
                 self.open()?;
                 if self.peek()? == b'}' {
@@ -518,7 +545,7 @@ impl<'a> Scan<'a> {
                         return Err(Bail);
                     }
                     self.i += 1;
-                    self.skip()?;
+                    self.skip_as::<false>()?;
                     match self.peek()? {
                         b',' => self.i += 1,
                         b'}' => {
@@ -534,7 +561,7 @@ impl<'a> Scan<'a> {
                 self.open()?;
                 let mut first = true;
                 while self.next_elem(&mut first)? {
-                    self.skip()?;
+                    self.skip_as::<UNIQUE>()?;
                 }
                 Ok(())
             }
@@ -552,33 +579,6 @@ impl<'a> Scan<'a> {
                 }
                 Ok(())
             }
-        }
-    }
-
-    /// [`Scan::skip`], but bails on a repeated (or escaped) key in any object: parsed into a
-    /// `Value`, the last of two equal keys wins in the first one's place, so an error the scan
-    /// found before it may be no error the server sees.
-    pub fn skip_unique(&mut self) -> R {
-        match self.peek()? {
-            b'{' => {
-                self.open()?;
-                let mut keys = Unknown::new();
-                let mut first = true;
-                while let Some(k) = self.next_key(&mut first)? {
-                    keys.add(k)?;
-                    self.skip_unique()?;
-                }
-                Ok(())
-            }
-            b'[' => {
-                self.open()?;
-                let mut first = true;
-                while self.next_elem(&mut first)? {
-                    self.skip_unique()?;
-                }
-                Ok(())
-            }
-            _ => self.skip(),
         }
     }
 
