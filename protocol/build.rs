@@ -14,6 +14,8 @@
 mod emit;
 #[path = "build/model.rs"]
 mod model;
+#[path = "src/segment.rs"]
+mod segment;
 #[path = "src/version.rs"]
 mod version;
 
@@ -25,6 +27,9 @@ fn main() {
     let schema = root.parent().unwrap_or(root).join("schema");
     println!("cargo:rerun-if-changed={}", schema.display());
     println!("cargo:rerun-if-changed=build");
+    // Modules of the crate the build script includes too.
+    println!("cargo:rerun-if-changed=src/segment.rs");
+    println!("cargo:rerun-if-changed=src/version.rs");
     let versions =
         version::version_dirs(&schema).unwrap_or_else(|e| panic!("{}: {e}", schema.display()));
     assert!(

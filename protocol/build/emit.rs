@@ -186,8 +186,9 @@ impl Emitter<'_> {
             .filter(|f| !f.flatten)
             .map(|f| {
                 let json = &f.json;
+                let seg = crate::segment::segment(json);
                 let ty = self.track_ty(&f.ty);
-                quote!(#json => { taken[i] = true; p.key(k); <#ty as Track>::track(v, p, out); p.pop(); })
+                quote!(#json => { taken[i] = true; p.seg(#seg); <#ty as Track>::track(v, p, out); p.pop(); })
             })
             .collect();
         let flats: Vec<TokenStream> = fields
@@ -243,8 +244,9 @@ impl Emitter<'_> {
             .iter()
             .map(|f| {
                 let json = &f.json;
+                let seg = crate::segment::segment(json);
                 let ty = self.track_ty(&f.ty);
-                quote!(#json => { p.key(k); <#ty as Track>::track(v, p, out); p.pop(); })
+                quote!(#json => { p.seg(#seg); <#ty as Track>::track(v, p, out); p.pop(); })
             })
             .collect();
         let sent = self.sent_fields(fields);

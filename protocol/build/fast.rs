@@ -189,8 +189,9 @@ impl Emitter<'_> {
                     required_bits[n / 64] |= 1 << (n % 64);
                 }
                 let json = &f.json;
+                let seg = crate::segment::segment(json);
                 let ty = self.fast_ty(f);
-                quote!(#json => { seen.mark(#n)?; crate::fast::field::<#ty>(s, p, out, k)?; })
+                quote!(#json => { seen.mark(#n)?; crate::fast::field::<#ty>(s, p, out, #seg)?; })
             })
             .collect();
         let tag_arm = tagged.then(|| {
@@ -332,11 +333,12 @@ impl Emitter<'_> {
                     .iter()
                     .filter_map(|v| {
                         let json = &v.json;
+                        let seg = crate::segment::segment(json);
                         let check = contained(self.fast_value_body(&v.body)?);
                         // serde checks the map's length before the variant's body: an
                         // error inside is sure only with one key, so none is (bail).
                         Some(quote!(#json => {
-                            p.key(k);
+                            p.seg(#seg);
                             if let Err(e) = #check { s.take_invalid(); return Err(e); }
                             p.pop();
                         }))

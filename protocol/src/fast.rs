@@ -55,25 +55,56 @@ fn plain_run(b: &[u8], j: usize) -> usize {
     }
 }
 
+/// [`plain_run`] over at most the 16 bytes at `j`: where the first stopping byte is, or `j + 16`
+/// if none of them stops; `None` if fewer than 16 bytes are left.
+#[inline(always)]
+fn plain_run16(b: &[u8], j: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if j + 16 > b.len() {
+            return None;
+        }
+        // SAFETY: as in `plain_run_sse2`: baseline SSE2, b[j..j + 16] in bounds.
+        let mask = unsafe { stop_mask_sse2(b, j) };
+        Some(j + (mask | 1 << 16).trailing_zeros() as usize)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (b, j);
+        None
+    }
+}
+
+/// Bit `n` set where byte `j + n` stops a plain run. Caller: `j + 16 <= b.len()`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn stop_mask_sse2(b: &[u8], j: usize) -> i32 {
+    use std::arch::x86_64::*;
+    let x = _mm_loadu_si128(b.as_ptr().add(j) as *const __m128i);
+    // Signed: below 0x20 is a control character or (negative) a byte >= 0x80.
+    let stop = _mm_or_si128(
+        _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
+        _mm_or_si128(
+            _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8)),
+        ),
+    );
+    _mm_movemask_epi8(stop)
+}
+
+/// Whether `b` is all plain ASCII (no quote, backslash or control character): text a JSON
+/// string holds as is.
+pub fn plain_ascii(b: &[u8]) -> bool {
+    plain_run(b, 0) == b.len()
+}
+
 /// [`plain_run`] sixteen bytes at a time (SSE2 is part of every x86_64), then word by word.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn plain_run_sse2(b: &[u8], mut j: usize) -> usize {
-    use std::arch::x86_64::*;
     while j + 16 <= b.len() {
         // SAFETY: SSE2 is baseline on x86_64; the load reads b[j..j + 16], in bounds.
-        let mask = unsafe {
-            let x = _mm_loadu_si128(b.as_ptr().add(j) as *const __m128i);
-            // Signed: below 0x20 is a control character or (negative) a byte >= 0x80.
-            let stop = _mm_or_si128(
-                _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
-                _mm_or_si128(
-                    _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8)),
-                    _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8)),
-                ),
-            );
-            _mm_movemask_epi8(stop)
-        };
+        let mask = unsafe { stop_mask_sse2(b, j) };
         if mask != 0 {
             return j + mask.trailing_zeros() as usize;
         }
@@ -282,15 +313,17 @@ impl<'a> Scan<'a> {
     }
 
     /// A string at the cursor: its body between the quotes, and whether it has escapes.
-    #[inline]
+    #[inline(always)]
     pub fn raw_str(&mut self) -> R<(&'a [u8], bool)> {
         if self.peek()? != b'"' {
             return Err(Bail);
         }
-        // Inlined: the common string, plain ASCII to its closing quote (every key, most
-        // values); anything else continues out of line.
+        // Inlined: one probe of the next 16 bytes finds the end of a short plain string (most
+        // keys and values); anything longer or unusual continues out of line.
         let start = self.i + 1;
-        let j = plain_run(self.s, start);
+        let Some(j) = plain_run16(self.s, start) else {
+            return self.raw_str_rest(start, start);
+        };
         if self.s.get(j) == Some(&b'"') {
             self.i = j + 1;
             return Ok((&self.s[start..j], false));
@@ -298,7 +331,7 @@ impl<'a> Scan<'a> {
         self.raw_str_rest(start, j)
     }
 
-    /// [`Scan::raw_str`] from the first byte at `j` that is not plain ASCII.
+    /// [`Scan::raw_str`] from byte `j` on (the bytes from `start` to `j` are plain ASCII).
     #[inline(never)]
     fn raw_str_rest(&mut self, start: usize, mut j: usize) -> R<(&'a [u8], bool)> {
         let b = self.s;
@@ -704,13 +737,14 @@ pub trait Fast {
     }
 }
 
-/// Checks a field's value, with its key on the path unless nothing below it can be reported.
+/// Checks a field's value, with its key on the path (`segment`, rendered by the build script)
+/// unless nothing below it can be reported.
 #[inline]
-pub fn field<T: Fast>(s: &mut Scan, p: &mut JsonPath, out: &mut Vec<String>, k: &str) -> R {
+pub fn field<T: Fast>(s: &mut Scan, p: &mut JsonPath, out: &mut Vec<String>, segment: &str) -> R {
     if T::LEAF {
         T::fast(s, p, out)
     } else {
-        p.key(k);
+        p.seg(segment);
         T::fast(s, p, out)?;
         p.pop();
         Ok(())
@@ -926,6 +960,11 @@ mod tests {
                 j += 1;
             }
             assert_eq!(plain_run(&b, start), j, "{b:?} from {start}");
+            #[cfg(target_arch = "x86_64")]
+            {
+                let probe = (start + 16 <= b.len()).then(|| j.min(start + 16));
+                assert_eq!(plain_run16(&b, start), probe, "{b:?} from {start}");
+            }
             assert_eq!(plain_run_swar(&b, start), j, "{b:?} from {start}");
         }
     }

@@ -10,6 +10,7 @@
 pub mod custom;
 pub mod fast;
 pub mod rng;
+pub mod segment;
 pub mod track;
 pub mod version;
 

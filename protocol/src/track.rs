@@ -4,6 +4,7 @@
 //! (serde buffers those into private `Content`), so the generated code walks the `Value`
 //! alongside the types instead, dispatching exactly as serde does.
 
+use crate::segment::push_key;
 use serde_json::{Map, Value};
 
 /// A JSON path being walked, rendered like `$.params.input[0].extra`.
@@ -71,10 +72,17 @@ impl JsonPath {
         push_key(&mut self.buf, k);
     }
 
+    /// Descends into a declared key by its segment, rendered by the build script (`.name`).
+    #[inline]
+    pub fn seg(&mut self, segment: &str) {
+        self.marks.push(self.buf.len());
+        self.buf.push_str(segment);
+    }
+
     pub fn index(&mut self, i: usize) {
         self.marks.push(self.buf.len());
         self.buf.push('[');
-        self.buf.push_str(&i.to_string());
+        self.buf.push_str(itoa::Buffer::new().format(i));
         self.buf.push(']');
     }
 
@@ -93,22 +101,6 @@ impl JsonPath {
 
     pub fn as_str(&self) -> &str {
         &self.buf
-    }
-}
-
-fn push_key(buf: &mut String, k: &str) {
-    let plain = k
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if plain {
-        buf.push('.');
-        buf.push_str(k);
-    } else {
-        buf.push('[');
-        buf.push_str(&serde_json::to_string(k).unwrap_or_default());
-        buf.push(']');
     }
 }
 

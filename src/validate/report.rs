@@ -358,14 +358,15 @@ fn json(rec: &Record, out: &mut Vec<u8>) {
     });
 }
 
-/// A JSON string, as serde_json writes it: text with nothing to escape is copied as is.
+/// A JSON string, as serde_json writes it: plain ASCII (nothing to escape) is copied as is.
 fn json_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        write_json(out, s);
-    } else {
+    if crate::fast::plain_ascii(s.as_bytes()) {
+        out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
+    } else {
+        write_json(out, s);
     }
 }
 
