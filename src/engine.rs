@@ -82,11 +82,50 @@ impl ErrorReply {
     }
 }
 
+/// A message's id as a verdict carries it: an integer the line wrote canonically (no
+/// allocation: with `arbitrary_precision` a JSON number is a string, and this is every line),
+/// or the JSON value as read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Id {
+    Int(i64),
+    Json(Value),
+}
+
+impl Id {
+    pub fn from_value(v: Value) -> Id {
+        if let Value::Number(n) = &v {
+            if let Ok(i) = n.as_str().parse::<i64>() {
+                if itoa::Buffer::new().format(i) == n.as_str() {
+                    return Id::Int(i);
+                }
+            }
+        }
+        Id::Json(v)
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            Id::Int(n) => Value::Number((*n).into()),
+            Id::Json(v) => v.clone(),
+        }
+    }
+}
+
+/// The id's JSON text, as `Value` writes it.
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Int(n) => write!(f, "{n}"),
+            Id::Json(v) => write!(f, "{v}"),
+        }
+    }
+}
+
 /// The engine's verdict on one line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
     pub kind: Kind,
-    pub id: Option<Value>,
+    pub id: Option<Id>,
     /// The method, borrowed from the protocol's table when it is one of its own (no
     /// allocation per line).
     pub method: Option<Cow<'static, str>>,
@@ -386,7 +425,7 @@ impl Session {
                 Envelope::Error => Kind::Error,
             }
         };
-        let id = obj.get("id").cloned();
+        let id = obj.get("id").cloned().map(Id::from_value);
         let method = obj
             .get("method")
             .and_then(Value::as_str)
@@ -436,7 +475,8 @@ impl Session {
         let at = s.mark();
         let p = &mut self.path;
         p.reset();
-        p.key("params");
+        // `$.params`, the segment written out (this is every line).
+        p.seg(".params");
         let (name, checked) = (self.protocol.fast_params)(m, s, p, out);
         let name = name?;
         if checked.is_ok() {
@@ -518,8 +558,8 @@ impl Session {
         s.end().ok()?;
         let id = id?;
         let id_value = match id {
-            FastId::Str(t) => Value::String(t.to_string()),
-            FastId::Int(n) => Value::Number(n.into()),
+            FastId::Str(t) => Id::Json(Value::String(t.to_string())),
+            FastId::Int(n) => Id::Int(n),
         };
         let mut ignored = Vec::new();
         if !envelope.is_empty() {
@@ -551,7 +591,7 @@ impl Session {
                         Outcome::Reply(Box::new(ErrorReply {
                             code: INVALID_REQUEST,
                             message,
-                            id: id_value.clone(),
+                            id: id_value.to_value(),
                         })),
                     );
                     v.id = Some(id_value);
@@ -593,7 +633,7 @@ impl Session {
             s.reset(result);
             let p = &mut self.path;
             p.reset();
-            p.key("result");
+            p.seg(".result");
             (self.protocol.fast_response)(m, &mut s, p, &mut ignored).ok()?;
             reply_to = key.and_then(|k| self.pending.remove(&k));
         }
@@ -785,7 +825,7 @@ impl Session {
                     Some("neither a request, a notification, a result nor an error".into())
             }
         }
-        v.id = id;
+        v.id = id.map(Id::from_value);
         v.method = method;
         v.missing = root.take_missing();
         v

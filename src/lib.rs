@@ -19,7 +19,7 @@ pub use codex_wire_protocol::{
     by_version, custom, fast, newest, track, version_dirs, version_key, versions, Envelope,
     Protocol,
 };
-pub use engine::{ErrorReply, Kind, Outcome, Session, Verdict};
+pub use engine::{ErrorReply, Id, Kind, Outcome, Session, Verdict};
 
 /// `--codex-version V` (clap value parser): a version this build speaks, or an error that lists
 /// them.

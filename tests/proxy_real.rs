@@ -92,7 +92,9 @@ fn proxy_in_front_of_the_real_server() {
         writeln!(w, "{line}").unwrap();
         w.flush().unwrap();
         let v = session.feed(line.as_bytes());
-        let Some(id) = v.id.clone() else { continue };
+        let Some(id) = v.id.as_ref().map(codex_wire::Id::to_value) else {
+            continue;
+        };
         // The reply to this id, skipping notifications.
         let reply = loop {
             let l = rx

@@ -319,7 +319,7 @@ impl Conn {
             }
             Outcome::Accepted => {
                 let m = msg.unwrap_or(Value::Null);
-                let id = verdict.id.clone().unwrap_or(Value::Null);
+                let id = verdict.id.as_ref().map_or(Value::Null, crate::Id::to_value);
                 let method = verdict.method.as_deref().unwrap_or_default().to_string();
                 let params = m.get("params").cloned().unwrap_or(Value::Null);
                 self.dispatch(&id, &method, &params);

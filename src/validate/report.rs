@@ -4,7 +4,7 @@
 use super::glob::Glob;
 use super::input::Dir;
 use super::locate;
-use crate::{Kind, Outcome, Verdict};
+use crate::{Id, Kind, Outcome, Verdict};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
@@ -319,10 +319,13 @@ fn json(rec: &Record, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\",\"id\":");
     match &v.id {
         None => out.extend_from_slice(b"null"),
-        Some(serde_json::Value::String(s)) => json_str(out, s),
+        Some(Id::Int(n)) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
+        Some(Id::Json(serde_json::Value::String(s))) => json_str(out, s),
         // The literal as read (`arbitrary_precision`), as serde_json writes it.
-        Some(serde_json::Value::Number(n)) => out.extend_from_slice(n.as_str().as_bytes()),
-        Some(other) => write_json(out, other),
+        Some(Id::Json(serde_json::Value::Number(n))) => {
+            out.extend_from_slice(n.as_str().as_bytes())
+        }
+        Some(Id::Json(other)) => write_json(out, other),
     }
     out.extend_from_slice(b",\"method\":");
     json_opt_str(out, v.method.as_deref());
@@ -551,7 +554,7 @@ mod tests {
                 } else {
                     Kind::Request
                 };
-                v.id = id.clone();
+                v.id = id.clone().map(Id::from_value);
                 v.method = (n > 1).then(|| awkward.to_string().into());
                 v.reply_to = (n == 3).then(|| "item/tool/call".to_string());
                 v.outcome = if n == 4 {
@@ -583,7 +586,7 @@ mod tests {
                     want.insert("pid".into(), serde_json::from_str(pid).unwrap());
                 }
                 want.insert("kind".into(), json!(v.kind.as_str()));
-                want.insert("id".into(), v.id.clone().unwrap_or(Value::Null));
+                want.insert("id".into(), v.id.as_ref().map_or(Value::Null, Id::to_value));
                 want.insert("method".into(), json!(v.method));
                 if matches!(v.kind, Kind::Response | Kind::Error) {
                     want.insert("replyTo".into(), json!(v.reply_to));
