@@ -296,10 +296,16 @@ impl<'a> Scan<'a> {
     }
 
     /// The next significant byte, not consumed.
-    #[inline]
+    #[inline(always)]
     pub fn peek(&mut self) -> R<u8> {
-        self.ws();
-        self.s.get(self.i).copied().ok_or(Bail)
+        // Most values and keys follow their `:` or `,` directly: one compare, no loop.
+        match self.s.get(self.i) {
+            Some(&c) if c > b' ' => Ok(c),
+            _ => {
+                self.ws();
+                self.s.get(self.i).copied().ok_or(Bail)
+            }
+        }
     }
 
     /// Only whitespace is left.
