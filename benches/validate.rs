@@ -5,7 +5,10 @@
 //! every method, and all-invalid lines; the share of accepted lines the fast path answers; then
 //! peak RSS of the release binary on a quarter of the all-method traffic and on all of it (it
 //! must not grow with the file). `CODEX_WIRE_BENCH_LINES` sets the line count (default
-//! 1,000,000), `CODEX_WIRE_BENCH_ROUNDS` the rounds (default 3: each contender's best is kept).
+//! 1,000,000), `CODEX_WIRE_BENCH_ROUNDS` the rounds (default 1). The contenders
+//! take turns piece by piece (`CODEX_WIRE_BENCH_PIECE` lines after the session's opening,
+//! default 100,000), so that a noisy
+//! neighbour slows them alike.
 
 use codex_wire::validate::{self, report::OutFormat, Config};
 use std::fs::File;
@@ -75,7 +78,7 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
     );
     // Warm the page cache so every contender reads from memory (without holding the file).
     std::io::copy(&mut File::open(file).unwrap(), &mut std::io::sink()).unwrap();
-    let each_line = |f: &mut dyn FnMut(&[u8]) -> bool| {
+    let each_line_of = |file: &Path, f: &mut dyn FnMut(&[u8]) -> bool| {
         let mut r = BufReader::new(File::open(file).unwrap());
         let mut buf = Vec::new();
         let mut ok = 0u64;
@@ -85,7 +88,8 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
         }
         ok
     };
-    let engine = |jobs: usize| {
+    let each_line = |f: &mut dyn FnMut(&[u8]) -> bool| each_line_of(file, f);
+    let engine = |file: &Path, jobs: usize| {
         time(|| {
             let cfg = Config {
                 format: OutFormat::Json,
@@ -99,32 +103,54 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
             stats.findings()
         })
     };
-    // Every contender once per round, rounds interleaved, each contender's best round kept:
-    // on a shared machine a neighbour's burst then slows one round of everyone, not one
-    // contender's only run.
+    // The contenders take turns piece by piece (each piece a few tens of milliseconds): on a
+    // shared machine a neighbour's burst then slows every contender alike, where whole-file
+    // turns left one contender's run in a burst and another's out of it.
     let rounds: usize = std::env::var("CODEX_WIRE_BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3)
+        .unwrap_or(1)
         .max(1);
-    let (mut bare, mut floor, mut value, mut one, mut two) = (None, None, None, None, None);
+    let parts = pieces(file);
+    // Seconds of: the bare read, the floor, the Value parse, validate on 1 and on 2 cores.
+    let mut secs = [0f64; 5];
+    let (mut fed, mut bare_lines) = (0u64, 0u64);
     for _ in 0..rounds {
-        // The bare read: the lines, no parse. Every contender pays at least this.
-        best(&mut bare, time(|| each_line(&mut |_| true)));
-        // The floor: every contender must at least scan the JSON.
-        best(
-            &mut floor,
-            time(|| each_line(&mut |l| serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok())),
-        );
-        best(
-            &mut value,
-            time(|| each_line(&mut |l| serde_json::from_slice::<serde_json::Value>(l).is_ok())),
-        );
-        best(&mut one, engine(1));
-        best(&mut two, engine(2));
+        for (part, n) in &parts {
+            fed += n;
+            let mut turn = |k: usize, run: (f64, u64)| {
+                secs[k] += run.0;
+                run.1
+            };
+            // The bare read: the lines, no parse. Every contender pays at least this.
+            bare_lines += turn(0, time(|| each_line_of(part, &mut |_| true)));
+            // The floor: every contender must at least scan the JSON.
+            turn(
+                1,
+                time(|| {
+                    each_line_of(part, &mut |l| {
+                        serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok()
+                    })
+                }),
+            );
+            turn(
+                2,
+                time(|| {
+                    each_line_of(part, &mut |l| {
+                        serde_json::from_slice::<serde_json::Value>(l).is_ok()
+                    })
+                }),
+            );
+            turn(3, engine(part, 1));
+            turn(4, engine(part, 2));
+        }
     }
-    let [bare, floor, value, one, two] =
-        [bare, floor, value, one, two].map(|r| r.expect("at least one round"));
+    // The findings of the whole file, as one run of the CLI reports them.
+    let findings = engine(file, 1).1;
+    for p in &parts {
+        let _ = std::fs::remove_file(&p.0);
+    }
+    let [bare, floor, value, one, two] = secs;
     // How many accepted lines the fast path answers (one session, as `--jobs 1`).
     let (mut accepted, mut fast) = (0u64, 0u64);
     let mut session = codex_wire::Session::new();
@@ -141,11 +167,11 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
 
     let rate = |secs: f64, n: u64| n as f64 / secs;
     let (b, f, v, o, t) = (
-        rate(bare.0, bare.1),
-        rate(floor.0, lines),
-        rate(value.0, lines),
-        rate(one.0, lines),
-        rate(two.0, lines),
+        rate(bare, bare_lines),
+        rate(floor, fed),
+        rate(value, fed),
+        rate(one, fed),
+        rate(two, fed),
     );
     let mbs = |r: f64| r * bytes as f64 / lines as f64 / 1e6;
     println!("| contender | lines/s | MB/s | ratio |");
@@ -186,7 +212,7 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
     }
     println!(
         "\nfindings: {} of {lines} lines; the fast path answered {:.1} % of the {accepted} accepted lines",
-        one.1,
+        findings,
         100.0 * fast as f64 / accepted.max(1) as f64
     );
     println!(
@@ -232,11 +258,31 @@ fn ok(b: bool) -> &'static str {
     }
 }
 
-/// Keeps the faster of two runs.
-fn best(kept: &mut Option<(f64, u64)>, run: (f64, u64)) {
-    if kept.is_none_or(|k| run.0 < k.0) {
-        *kept = Some(run);
-    }
+/// The mix cut into pieces of `CODEX_WIRE_BENCH_PIECE` lines (default 100,000), each after the mix's first two lines (the
+/// session's opening, so every piece is checked as an initialized session's): paths and line
+/// counts.
+fn pieces(file: &Path) -> Vec<(std::path::PathBuf, u64)> {
+    let text = std::fs::read(file).unwrap();
+    let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
+    let opening = &lines[..2.min(lines.len())];
+    let rest = &lines[opening.len()..];
+    let piece = std::env::var("CODEX_WIRE_BENCH_PIECE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000usize)
+        .max(1);
+    rest.chunks(piece)
+        .enumerate()
+        .map(|(k, chunk)| {
+            let path = file.with_extension(format!("piece{k}.jsonl"));
+            let mut w = BufWriter::new(File::create(&path).unwrap());
+            for l in opening.iter().chain(chunk) {
+                w.write_all(l).unwrap();
+            }
+            w.flush().unwrap();
+            (path, (opening.len() + chunk.len()) as u64)
+        })
+        .collect()
 }
 
 /// (seconds, result) of one run.
