@@ -5,6 +5,7 @@ use super::glob::Glob;
 use super::input::Dir;
 use super::locate;
 use crate::{Id, Kind, Outcome, Verdict};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
@@ -306,17 +307,23 @@ fn json(rec: &Record, out: &mut Vec<u8>) {
     let v = &rec.verdict;
     out.extend_from_slice(b"{\"line\":");
     out.extend_from_slice(itoa::Buffer::new().format(rec.line).as_bytes());
-    out.extend_from_slice(b",\"dir\":\"");
-    out.extend_from_slice(rec.dir.as_str().as_bytes());
-    out.extend_from_slice(b"\",");
+    // Whole constant pieces (copied inline; a piece of varying length is a `memcpy` call).
+    out.extend_from_slice(match rec.dir {
+        Dir::In => b",\"dir\":\"in\",",
+        Dir::Out => b",\"dir\":\"out\",",
+    });
     if let Some(pid) = rec.pid {
         out.extend_from_slice(b"\"pid\":");
         out.extend_from_slice(pid.as_bytes());
         out.push(b',');
     }
-    out.extend_from_slice(b"\"kind\":\"");
-    out.extend_from_slice(v.kind.as_str().as_bytes());
-    out.extend_from_slice(b"\",\"id\":");
+    out.extend_from_slice(match v.kind {
+        Kind::Request => b"\"kind\":\"request\",\"id\":",
+        Kind::Notification => b"\"kind\":\"notification\",\"id\":",
+        Kind::Response => b"\"kind\":\"response\",\"id\":",
+        Kind::Error => b"\"kind\":\"error\",\"id\":",
+        Kind::Unparsed => b"\"kind\":\"unparsed\",\"id\":",
+    });
     match &v.id {
         None => out.extend_from_slice(b"null"),
         Some(Id::Int(n)) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
@@ -328,10 +335,29 @@ fn json(rec: &Record, out: &mut Vec<u8>) {
         Some(Id::Json(other)) => write_json(out, other),
     }
     out.extend_from_slice(b",\"method\":");
-    json_opt_str(out, v.method.as_deref());
+    match &v.method {
+        // One of the protocol's own method names: plain ASCII (a test holds every version's
+        // table to that), nothing to check or escape.
+        Some(Cow::Borrowed(m)) => {
+            out.push(b'"');
+            out.extend_from_slice(m.as_bytes());
+            out.push(b'"');
+        }
+        m => json_opt_str(out, m.as_deref()),
+    }
     if matches!(v.kind, Kind::Response | Kind::Error) {
         out.extend_from_slice(b",\"replyTo\":");
         json_opt_str(out, v.reply_to.as_deref());
+    }
+    // The clean client line (most of them), in one piece.
+    if v.error().is_none()
+        && v.violation.is_none()
+        && v.ignored.is_empty()
+        && rec.dir == Dir::In
+        && v.outcome != Outcome::Close
+    {
+        out.extend_from_slice(b",\"error\":null,\"ignored\":[],\"closes\":false}\n");
+        return;
     }
     out.extend_from_slice(b",\"error\":");
     match v.error() {
@@ -533,6 +559,16 @@ mod tests {
     use crate::engine::ErrorReply;
     use serde_json::{json, Value};
 
+    /// A borrowed method name is written unchecked: every version's table is plain ASCII.
+    #[test]
+    fn protocol_method_names_need_no_escaping() {
+        for p in crate::versions() {
+            for m in p.client_methods {
+                assert!(crate::fast::plain_ascii(m.as_bytes()), "{m:?}");
+            }
+        }
+    }
+
     /// The hand-pushed record is what serde_json writes for the same fields, escapes and all.
     #[test]
     fn json_record_is_serde_jsons() {
@@ -546,7 +582,10 @@ mod tests {
             Some(json!("plain")),
             Some(json!(awkward)),
         ];
-        for (n, id) in ids.into_iter().enumerate() {
+        let cases = [false, true]
+            .into_iter()
+            .flat_map(|clean| ids.iter().cloned().enumerate().map(move |c| (clean, c)));
+        for (clean, (n, id)) in cases {
             for dir in [Dir::In, Dir::Out] {
                 let mut v = crate::Session::new().feed(b"{}");
                 v.kind = if n % 2 == 0 {
@@ -569,6 +608,13 @@ mod tests {
                 v.violation = (n == 2).then(|| awkward.to_string());
                 v.ignored = vec!["$.a".into(), format!("$[{:?}]", awkward)];
                 v.missing = vec!["$.b".into()];
+                if clean {
+                    // As most lines are: no error, no violation, nothing ignored or missing.
+                    v.outcome = Outcome::Accepted;
+                    v.violation = None;
+                    v.ignored.clear();
+                    v.missing.clear();
+                }
                 let pid = (n == 1).then_some("42");
                 let rec = Record {
                     line: 1234567890123,
