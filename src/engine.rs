@@ -494,7 +494,9 @@ impl Session {
             // later one would replace what the error was about).
             s.skip_unique().ok()?;
         }
-        let mut message = String::from(INVALID_REQUEST_PREFIX);
+        // Sized for the usual message: grown from the prefix, it was reallocated thrice.
+        let mut message = String::with_capacity(128);
+        message.push_str(INVALID_REQUEST_PREFIX);
         s.write_message(invalid, &mut message).ok()?;
         Some(Err((name, message)))
     }

@@ -255,9 +255,16 @@ impl<'a> Scan<'a> {
                     b'{' => out.push_str("map"),
                     _ => return Err(Bail),
                 }
-                write!(out, ", expected {expecting}")
+                out.push_str(", expected ");
+                out.push_str(expecting);
+                Ok(())
             }
-            Invalid::Missing(f) => write!(out, "missing field `{f}`"),
+            Invalid::Missing(f) => {
+                out.push_str("missing field `");
+                out.push_str(f);
+                out.push('`');
+                Ok(())
+            }
             Invalid::Untagged(name) => {
                 write!(
                     out,
@@ -698,29 +705,53 @@ impl<const W: usize> Seen<W> {
 
 /// Unknown keys of one object: duplicates bail, and in a tagged (buffered) object the paths
 /// are reported after the known fields' own, as serde's tracker sees them.
-#[derive(Default)]
-pub struct Unknown<'a>(Vec<&'a str>);
+pub struct Unknown<'a> {
+    /// The first keys, without an allocation (the rescan of an erroneous params has one of
+    /// these per object, and most objects have few keys).
+    first: [&'a str; 8],
+    n: usize,
+    more: Vec<&'a str>,
+}
+
+impl Default for Unknown<'_> {
+    fn default() -> Self {
+        Unknown {
+            first: [""; 8],
+            n: 0,
+            more: Vec::new(),
+        }
+    }
+}
 
 impl<'a> Unknown<'a> {
     pub fn new() -> Self {
-        Unknown(Vec::new())
+        Self::default()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.n == 0
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &&'a str> {
+        self.first[..self.n.min(8)].iter().chain(&self.more)
     }
 
     #[inline]
     pub fn add(&mut self, k: &'a str) -> R {
-        if self.0.len() >= MAX_UNKNOWN || self.0.contains(&k) {
+        if self.n >= MAX_UNKNOWN || self.keys().any(|s| *s == k) {
             return Err(Bail);
         }
-        self.0.push(k);
+        if self.n < 8 {
+            self.first[self.n] = k;
+        } else {
+            self.more.push(k);
+        }
+        self.n += 1;
         Ok(())
     }
 
     pub fn report(&self, p: &JsonPath, out: &mut Vec<String>) {
-        for k in &self.0 {
+        for k in self.keys() {
             out.push(p.child(k));
         }
     }
