@@ -705,22 +705,13 @@ impl<const W: usize> Seen<W> {
 
 /// Unknown keys of one object: duplicates bail, and in a tagged (buffered) object the paths
 /// are reported after the known fields' own, as serde's tracker sees them.
+#[derive(Default)]
 pub struct Unknown<'a> {
     /// The first keys, without an allocation (the rescan of an erroneous params has one of
     /// these per object, and most objects have few keys).
     first: [&'a str; 8],
     n: usize,
     more: Vec<&'a str>,
-}
-
-impl Default for Unknown<'_> {
-    fn default() -> Self {
-        Unknown {
-            first: [""; 8],
-            n: 0,
-            more: Vec::new(),
-        }
-    }
 }
 
 impl<'a> Unknown<'a> {
