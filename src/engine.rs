@@ -91,16 +91,20 @@ pub enum Id {
     Json(Value),
 }
 
+/// The id as an `i64` when the line wrote it as one canonically (so `-0`, `1.0` or `1e2` are
+/// not): how the transport's envelope reads an integer id.
+fn canonical_int(id: &Value) -> Option<i64> {
+    let Value::Number(n) = id else { return None };
+    let i = n.as_str().parse::<i64>().ok()?;
+    (itoa::Buffer::new().format(i) == n.as_str()).then_some(i)
+}
+
 impl Id {
     pub fn from_value(v: Value) -> Id {
-        if let Value::Number(n) = &v {
-            if let Ok(i) = n.as_str().parse::<i64>() {
-                if itoa::Buffer::new().format(i) == n.as_str() {
-                    return Id::Int(i);
-                }
-            }
+        match canonical_int(&v) {
+            Some(i) => Id::Int(i),
+            None => Id::Json(v),
         }
-        Id::Json(v)
     }
 
     pub fn to_value(&self) -> Value {
@@ -184,10 +188,9 @@ enum IdKey {
 
 impl IdKey {
     fn of(id: &Value) -> IdKey {
-        let text = id.to_string();
-        match text.parse::<i64>() {
-            Ok(n) if id.is_number() && n.to_string() == text => IdKey::Int(n),
-            _ => IdKey::Text(text.into()),
+        match canonical_int(id) {
+            Some(n) => IdKey::Int(n),
+            None => IdKey::Text(id.to_string().into()),
         }
     }
 }
@@ -367,9 +370,9 @@ impl Session {
         }
         // The transport reads the envelope straight from the text, where a duplicated field
         // fails its struct and an id like `-0` is no i64: the exact (slower) path then.
-        let odd_id = obj.get("id").is_some_and(|id| {
-            id.is_number() && id.as_i64().map(|n| n.to_string()) != Some(id.to_string())
-        });
+        let odd_id = obj
+            .get("id")
+            .is_some_and(|id| id.is_number() && canonical_int(id).is_none());
         let exact = (duplicate_envelope_key || odd_id).then(|| (self.protocol.envelope_text)(text));
         let mut ignored = Vec::new();
         let root = &mut JsonPath::root();
@@ -475,8 +478,7 @@ impl Session {
         let at = s.mark();
         let p = &mut self.path;
         p.reset();
-        // `$.params`, the segment written out (this is every line).
-        p.seg(".params");
+        p.key("params");
         let (name, checked) = (self.protocol.fast_params)(m, s, p, out);
         let name = name?;
         if checked.is_ok() {
@@ -635,7 +637,7 @@ impl Session {
             s.reset(result);
             let p = &mut self.path;
             p.reset();
-            p.seg(".result");
+            p.key("result");
             (self.protocol.fast_response)(m, &mut s, p, &mut ignored).ok()?;
             reply_to = key.and_then(|k| self.pending.remove(&k));
         }
