@@ -90,6 +90,7 @@ fn sustained(cmd: &mut Command, n: usize, window: usize) -> (f64, usize, usize) 
     let answered = Arc::new(AtomicUsize::new(0));
     let overloads = Arc::new(AtomicUsize::new(0));
     let (seen, over) = (answered.clone(), overloads.clone());
+    let writer = std::thread::current();
     let reader = std::thread::spawn(move || {
         let mut line = String::new();
         while seen.load(Ordering::SeqCst) < n {
@@ -100,6 +101,7 @@ fn sustained(cmd: &mut Command, n: usize, window: usize) -> (f64, usize, usize) 
             if line.starts_with("{\"error\"") {
                 over.fetch_add(line.contains("-32001") as usize, Ordering::SeqCst);
                 seen.fetch_add(1, Ordering::SeqCst);
+                writer.unpark();
             }
         }
     });
@@ -120,7 +122,8 @@ fn sustained(cmd: &mut Command, n: usize, window: usize) -> (f64, usize, usize) 
             if stalled() {
                 break 'send;
             }
-            std::hint::spin_loop();
+            // Parked, not spinning: a spinning client would take a core from the server.
+            std::thread::park_timeout(std::time::Duration::from_millis(5));
         }
         writeln!(w, r#"{{"id":{i},"method":"turn/start","params":{{}}}}"#).unwrap();
     }

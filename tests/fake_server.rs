@@ -897,3 +897,71 @@ fn overload_replies_scripted_and_under_flood() {
     );
     assert!(c.close().success());
 }
+
+/// A burst is answered in batches (one write for many replies), yet a reply is never visible
+/// before its transcript entry is on disk; a transcript removed mid-run is created anew.
+#[test]
+fn burst_replies_follow_their_transcript_entries() {
+    let dir = state_dir("burst");
+    let mut c = Client::spawn(&dir, json!({}));
+    c.init();
+    let n = 2000;
+    let mut burst = Vec::new();
+    for id in 0..n {
+        burst.extend_from_slice(
+            json!({"id": 10_000 + id, "method": "turn/start", "params": {}})
+                .to_string()
+                .as_bytes(),
+        );
+        burst.push(b'\n');
+    }
+    c.stdin.as_mut().unwrap().write_all(&burst).unwrap();
+    c.stdin.as_mut().unwrap().flush().unwrap();
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < n as usize {
+        let line =
+            c.rx.recv_timeout(Duration::from_secs(30))
+                .expect("every request is answered");
+        let m: Value = serde_json::from_str(&line).unwrap();
+        let Some(id) = m["id"].as_i64().filter(|i| *i >= 10_000) else {
+            continue;
+        };
+        assert!(m["error"]["code"].is_i64(), "{line}");
+        assert!(answered.insert(id), "answered twice: {id}");
+        if answered.len() % 97 == 1 {
+            let t = transcript(&dir);
+            assert!(
+                t.iter().any(|e| e["dir"] == "out" && e["msg"] == m),
+                "reply {id} was readable before its transcript entry"
+            );
+        }
+    }
+    let t = transcript(&dir);
+    for dir_ in ["in", "out"] {
+        assert_eq!(
+            t.iter()
+                .filter(|e| e["dir"] == dir_ && e["msg"]["id"].as_i64() >= Some(10_000))
+                .count(),
+            n as usize,
+            "every {dir_} line of the burst is recorded once"
+        );
+    }
+    std::fs::remove_file(dir.join("transcript.jsonl")).unwrap();
+    c.write_raw(br#"{"id":9999,"method":"turn/start","params":{}}"#);
+    let r = loop {
+        let line =
+            c.rx.recv_timeout(Duration::from_secs(30))
+                .expect("answered");
+        let m: Value = serde_json::from_str(&line).unwrap();
+        if m["id"] == 9999 {
+            break m;
+        }
+    };
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let t = transcript(&dir);
+    assert!(
+        t.iter().any(|e| e["dir"] == "out" && e["msg"] == r),
+        "entries after the transcript was removed go to a new file: {t:?}"
+    );
+    assert!(c.close().success());
+}

@@ -3,6 +3,7 @@
 //! transcript entries by a dedicated thread.
 
 use super::server::{Conn, Fake, Next, Sink};
+use super::state::scenario;
 use super::Args;
 use serde_json::json;
 use std::io::{self, BufRead, Read, Write};
@@ -83,6 +84,8 @@ fn watch_signals(fake: Arc<Fake>) {
                         _ => "SIGHUP",
                     };
                     fake.record(json!({"event": "exit", "how": how}));
+                    // Entries a transport holds back must not die with the process.
+                    fake.transcript.flush();
                     std::process::exit(128 + sig);
                 }
             });
@@ -95,10 +98,9 @@ fn watch_signals(fake: Arc<Fake>) {
 const QUEUE: usize = 128;
 
 fn stdio(fake: Arc<Fake>) -> ExitCode {
-    let sink: Sink = Box::new(|line: &str| {
+    let sink: Sink = Box::new(|lines: &str| {
         let mut out = io::stdout().lock();
-        out.write_all(line.as_bytes())?;
-        out.write_all(b"\n")?;
+        out.write_all(lines.as_bytes())?;
         out.flush()
     });
     let conn = Conn::new(fake.clone(), sink);
@@ -109,34 +111,73 @@ fn stdio(fake: Arc<Fake>) -> ExitCode {
         .name("fake-stdin".into())
         .spawn(move || {
             let mut input = io::stdin().lock();
-            loop {
-                let mut buf = Vec::new();
-                match input.read_until(b'\n', &mut buf) {
-                    Ok(0) => break,
-                    Ok(_) => {
-                        if buf.last() == Some(&b'\n') {
-                            buf.pop();
-                        }
-                        if reader.overload_scripted(&buf) {
-                            continue;
-                        }
-                        match tx.try_send(buf) {
-                            Ok(()) => {}
-                            Err(mpsc::TrySendError::Full(line)) => {
-                                if !reader.overloaded(&line) && tx.send(line).is_err() {
-                                    break;
-                                }
-                            }
-                            Err(mpsc::TrySendError::Disconnected(_)) => break,
-                        }
-                    }
+            let mut partial = Vec::new();
+            'read: loop {
+                let (chunk, eof) = match input.fill_buf() {
+                    // A last line without its newline ends as if it had one.
+                    Ok([]) => (b"\n".as_slice(), true),
+                    Ok(c) => (c, false),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
+                };
+                if eof && partial.is_empty() {
+                    break;
                 }
+                let mut rest = chunk;
+                // `scenario.json` read once per read of input: every line in it was sent
+                // before this snapshot, as when it is read for each line.
+                let mut sc = None;
+                while let Some(nl) = memchr::memchr(b'\n', rest) {
+                    let mut line = std::mem::take(&mut partial);
+                    line.extend_from_slice(&rest[..nl]);
+                    rest = &rest[nl + 1..];
+                    let sc = sc.get_or_insert_with(|| scenario(&reader.fake.dir));
+                    if reader.overload_scripted(&line, sc) {
+                        continue;
+                    }
+                    match tx.try_send(line) {
+                        Ok(()) => {}
+                        Err(mpsc::TrySendError::Full(line)) => {
+                            if !reader.overloaded(&line) && tx.send(line).is_err() {
+                                break 'read;
+                            }
+                        }
+                        Err(mpsc::TrySendError::Disconnected(_)) => break 'read,
+                    }
+                }
+                partial.extend_from_slice(rest);
+                if eof {
+                    break;
+                }
+                let used = chunk.len();
+                input.consume(used);
             }
         });
-    for line in rx {
-        if conn.handle_line(&line) == Next::Close {
+    // Lines already queued are answered as one batch: their replies and transcript entries go
+    // out in one write each when the batch ends (at most BATCH lines, so output keeps flowing).
+    const BATCH: usize = 256;
+    while let Ok(mut line) = rx.recv() {
+        conn.hold();
+        let mut n = 0;
+        let next = loop {
+            if conn.handle_line(&line) == Next::Close {
+                break Next::Close;
+            }
+            n += 1;
+            match rx.try_recv() {
+                Ok(l) if n < BATCH => line = l,
+                Ok(l) => {
+                    // The batch is full: this line starts the next one.
+                    conn.release();
+                    conn.hold();
+                    n = 0;
+                    line = l;
+                }
+                Err(_) => break Next::Continue,
+            }
+        };
+        conn.release();
+        if next == Next::Close {
             conn.close();
             fake.record(json!({"event": "exit", "how": "connection_closed"}));
             return ExitCode::SUCCESS;
@@ -312,9 +353,12 @@ fn serve_ws<S: Read + Write + Send + 'static>(
     }
     let mut ws = WebSocket::from_raw_socket(stream, Role::Server, None);
     let (tx, rx) = mpsc::channel::<String>();
-    let sink: Sink = Box::new(move |line: &str| {
-        tx.send(line.to_string())
-            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    let sink: Sink = Box::new(move |lines: &str| {
+        // One WebSocket message per line (JSON text never holds a raw newline).
+        lines.lines().try_for_each(|line| {
+            tx.send(line.to_string())
+                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+        })
     });
     let conn = Conn::new(fake.clone(), sink);
     // Short read timeouts let this one thread both read frames and flush queued output.
@@ -330,7 +374,7 @@ fn serve_ws<S: Read + Write + Send + 'static>(
         }
         match ws.read() {
             Ok(Message::Text(t)) => {
-                if conn.overload_scripted(t.as_bytes()) {
+                if conn.overload_scripted(t.as_bytes(), &scenario(&fake.dir)) {
                     continue;
                 }
                 if conn.handle_line(t.as_bytes()) == Next::Close {
@@ -338,7 +382,7 @@ fn serve_ws<S: Read + Write + Send + 'static>(
                 }
             }
             Ok(Message::Binary(b)) => {
-                if conn.overload_scripted(&b) {
+                if conn.overload_scripted(&b, &scenario(&fake.dir)) {
                     continue;
                 }
                 if conn.handle_line(&b) == Next::Close {

@@ -76,16 +76,56 @@ impl Fake {
     }
 
     pub fn record(&self, entry: Value) {
-        self.transcript.record(entry);
+        self.transcript.record(&entry);
     }
 }
 
-/// Where a connection's outbound lines go (stdout, a socket, a WebSocket writer).
+/// A message's transcript entry, rendered straight into the transcript (no map built per line).
+#[derive(serde::Serialize)]
+struct Entry<'a, M: serde::Serialize + ?Sized> {
+    dir: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    msg: Option<&'a M>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_to: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    ignored: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    violation: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    overloaded: bool,
+}
+
+impl<'a, M: serde::Serialize + ?Sized> Entry<'a, M> {
+    fn new(dir: &'static str, msg: Option<&'a M>) -> Self {
+        Entry {
+            dir,
+            msg,
+            raw: None,
+            reply_to: None,
+            ignored: &[],
+            violation: None,
+            overloaded: false,
+        }
+    }
+}
+
+/// Where a connection's outbound lines go (stdout, a socket, a WebSocket writer): each call gets
+/// one or more whole lines, each ending in `\n`.
 pub type Sink = Box<dyn FnMut(&str) -> std::io::Result<()> + Send>;
+
+/// A connection's outbound lines not yet given to the sink (only while the transport holds them).
+struct Out {
+    sink: Sink,
+    buf: String,
+    held: bool,
+}
 
 pub struct Conn {
     pub fake: Arc<Fake>,
-    sink: Mutex<Sink>,
+    out: Mutex<Out>,
     session: Mutex<Session>,
     /// Server→client requests in flight: id (JSON text) → the client's reply once it arrives.
     pending: Mutex<HashMap<String, Option<Value>>>,
@@ -109,7 +149,11 @@ impl Conn {
         Arc::new(Conn {
             session: Mutex::new(Session::with_protocol(fake.protocol)),
             fake,
-            sink: Mutex::new(sink),
+            out: Mutex::new(Out {
+                sink,
+                buf: String::new(),
+                held: false,
+            }),
             pending: Mutex::new(HashMap::new()),
             replied: Condvar::new(),
             next_id: AtomicI64::new(0),
@@ -142,12 +186,54 @@ impl Conn {
             p.project(&mut msg, method.as_deref());
         }
         let line = msg.to_string();
-        self.fake.record(json!({"dir": "out", "msg": msg}));
-        let mut sink = lock(&self.sink);
-        if sink(&line).is_err() {
-            drop(sink);
+        self.emit(&line, &msg);
+    }
+
+    /// Records and writes one line to the peer (or queues it while the transport holds output
+    /// back), in one step so that the transcript's order is the peer's.
+    fn emit<M: serde::Serialize + ?Sized>(&self, line: &str, msg: &M) {
+        let mut out = lock(&self.out);
+        self.fake.transcript.record(&Entry::new("out", Some(msg)));
+        out.buf.push_str(line);
+        out.buf.push('\n');
+        if !out.held {
+            self.drain(out);
+        }
+    }
+
+    fn drain(&self, mut out: MutexGuard<'_, Out>) {
+        if out.buf.is_empty() {
+            return;
+        }
+        // The lines' transcript entries reach the disk before the peer can see the lines.
+        self.fake.transcript.flush();
+        let Out { sink, buf, .. } = &mut *out;
+        let failed = sink(buf).is_err();
+        buf.clear();
+        drop(out);
+        if failed {
             self.close();
         }
+    }
+
+    /// Holds output and transcript entries back while the transport has more input queued, so
+    /// a burst of lines is answered with one write each (see [`Conn::release`]).
+    pub fn hold(&self) {
+        lock(&self.out).held = true;
+        self.fake.transcript.hold();
+    }
+
+    /// Ends [`Conn::hold`]: what was held back goes out now.
+    pub fn release(&self) {
+        let mut out = lock(&self.out);
+        out.held = false;
+        self.drain(out);
+        self.fake.transcript.release();
+    }
+
+    /// Writes what is held back without ending the hold (before the processor blocks).
+    pub fn flush_held(&self) {
+        self.drain(lock(&self.out));
     }
 
     pub fn notify(&self, method: &str, params: Value) {
@@ -220,8 +306,10 @@ impl Conn {
         let Some((id, msg)) = Self::request_id(line) else {
             return false;
         };
-        self.fake
-            .record(json!({"dir": "in", "msg": msg, "overloaded": true}));
+        self.fake.transcript.record(&Entry {
+            overloaded: true,
+            ..Entry::new("in", Some(&msg))
+        });
         self.send(json!({"error": {"code": OVERLOADED, "message": OVERLOADED_MESSAGE}, "id": id}));
         true
     }
@@ -229,8 +317,7 @@ impl Conn {
     /// `scenario.json` `overload`: `{"method": n}` (or `"*"`) answers the first `n` requests of
     /// that method in this process with the overload reply, so a client's retry path can be
     /// tested deterministically. Returns whether `line` was answered so.
-    pub fn overload_scripted(&self, line: &[u8]) -> bool {
-        let sc = scenario(&self.fake.dir);
+    pub fn overload_scripted(&self, line: &[u8], sc: &Value) -> bool {
         let Some(budget) = sc["overload"].as_object().filter(|b| !b.is_empty()) else {
             return false;
         };
@@ -266,18 +353,13 @@ impl Conn {
         let verdict = lock(&self.session).feed(line);
         let text = String::from_utf8_lossy(line);
         let msg = serde_json::from_str::<Value>(text.trim_end_matches('\r')).ok();
-        let mut entry = Map::new();
-        entry.insert("dir".into(), json!("in"));
+        let mut entry = Entry::new("in", None);
         match &msg {
-            Some(m) if verdict.kind != Kind::Unparsed => entry.insert("msg".into(), m.clone()),
-            _ => entry.insert("raw".into(), json!(text)),
+            Some(m) if verdict.kind != Kind::Unparsed => entry.msg = Some(m),
+            _ => entry.raw = Some(&text),
         };
-        if let Some(r) = &verdict.reply_to {
-            entry.insert("reply_to".into(), json!(r));
-        }
-        if !verdict.ignored.is_empty() {
-            entry.insert("ignored".into(), json!(verdict.ignored));
-        }
+        entry.reply_to = verdict.reply_to.as_deref();
+        entry.ignored = &verdict.ignored;
         let violation = match (&verdict.outcome, verdict.kind) {
             (Outcome::Close, _) => Some("invalid UTF-8: the server closes the connection".into()),
             (Outcome::Reply(e), _) => Some(e.message.clone()),
@@ -291,20 +373,15 @@ impl Conn {
             }
             _ => verdict.violation.clone(),
         };
-        if let Some(v) = violation {
-            entry.insert("violation".into(), json!(v));
-        }
-        self.fake.record(Value::Object(entry));
+        entry.violation = violation.as_deref();
+        self.fake.transcript.record(&entry);
         match verdict.outcome {
             Outcome::Close => return Next::Close,
             Outcome::Reply(e) => {
                 let line = e.line();
-                let mut sink = lock(&self.sink);
-                self.fake.record(json!({"dir": "out", "msg": serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)}));
-                if sink(&line).is_err() {
-                    drop(sink);
-                    self.close();
-                }
+                // The engine renders the reply compactly, as serde_json would: kept as written.
+                let msg = serde_json::value::RawValue::from_string(line.clone()).ok();
+                self.emit(&line, &msg);
             }
             Outcome::NoReply => {
                 if matches!(verdict.kind, Kind::Response | Kind::Error) {
@@ -335,6 +412,7 @@ impl Conn {
             if let Some(s) = sc["methods"].get(method) {
                 // A slow handler: holds the processor, as a busy real server does.
                 if let Some(ms) = s["delay_ms"].as_u64() {
+                    self.flush_held();
                     std::thread::sleep(Duration::from_millis(ms.min(60_000)));
                 }
                 if let Some(e) = s.get("error") {

@@ -2,7 +2,7 @@
 //! `scenario.json` (read on use, so a harness may change it between runs), `threads.json`
 //! (the rollout store, shared by every fake process on the dir) and `transcript.jsonl`.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -42,44 +42,115 @@ pub fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
 }
 
 /// `transcript.jsonl`: one JSON object per line, `pid` and `t` first.
+///
+/// Entries are appended at once, except while a transport holds them back ([`Transcript::hold`])
+/// because more input is queued: then a whole batch goes out in one locked write. Whoever writes a
+/// line to a peer flushes first ([`Transcript::flush`]), so a reply is never visible before its
+/// entry is on disk.
 pub struct Transcript {
     path: PathBuf,
+    pid: u32,
     /// In-process writers take this; other processes are kept out by `flock` on the file.
-    lock: Mutex<()>,
+    out: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    /// Transports holding entries back.
+    held: usize,
+    /// The file last written, with its device and inode: reopened when the path names another
+    /// file (a harness removed or replaced it).
+    file: Option<(File, u64, u64)>,
 }
 
 impl Transcript {
     pub fn new(path: PathBuf) -> Self {
         Transcript {
             path,
-            lock: Mutex::new(()),
+            pid: std::process::id(),
+            out: Mutex::new(Pending::default()),
         }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Appends one entry. Never fails the caller: a transcript that cannot be written must not
     /// take the fake down (the client would see a crash it did not script).
-    pub fn record(&self, entry: Value) {
-        let mut obj = Map::new();
-        obj.insert("pid".into(), json!(std::process::id()));
-        obj.insert("t".into(), json!(now_secs_f64()));
-        if let Value::Object(m) = entry {
-            obj.extend(m);
+    ///
+    /// `entry` serializes as a JSON object (a map or a struct); its fields follow `pid` and `t`.
+    pub fn record<E: serde::Serialize + ?Sized>(&self, entry: &E) {
+        let t = now_secs_f64();
+        let mut p = self.pending();
+        let buf = &mut p.buf;
+        buf.extend_from_slice(b"{\"pid\":");
+        buf.extend_from_slice(itoa::Buffer::new().format(self.pid).as_bytes());
+        buf.extend_from_slice(b",\"t\":");
+        let _ = serde_json::to_writer(&mut *buf, &t);
+        let at = buf.len();
+        let written = serde_json::to_writer(&mut *buf, entry).is_ok();
+        if written && buf.len() > at + 2 && buf[at] == b'{' {
+            // The entry's own `{` becomes the separator after `t`.
+            buf[at] = b',';
+        } else {
+            // Empty, or not an object: nothing of it is kept.
+            buf.truncate(at);
+            buf.push(b'}');
         }
-        let mut line = Value::Object(obj).to_string();
-        line.push('\n');
-        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let Ok(mut f) = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-        else {
+        buf.push(b'\n');
+        if p.held == 0 {
+            self.write_out(&mut p);
+        }
+    }
+
+    /// Holds entries back until the matching [`Transcript::release`].
+    pub fn hold(&self) {
+        self.pending().held += 1;
+    }
+
+    pub fn release(&self) {
+        let mut p = self.pending();
+        p.held = p.held.saturating_sub(1);
+        if p.held == 0 {
+            self.write_out(&mut p);
+        }
+    }
+
+    /// Writes what is held back now.
+    pub fn flush(&self) {
+        self.write_out(&mut self.pending());
+    }
+
+    fn write_out(&self, p: &mut Pending) {
+        use std::os::unix::fs::MetadataExt;
+        if p.buf.is_empty() {
             return;
+        }
+        let same = match (&p.file, fs::metadata(&self.path)) {
+            (Some((_, dev, ino)), Ok(m)) => m.dev() == *dev && m.ino() == *ino,
+            _ => false,
         };
-        // One write of the whole line under an exclusive lock: concurrent fake processes never
-        // interleave partial lines.
-        let _ = f.lock();
-        let _ = f.write_all(line.as_bytes());
-        let _ = f.unlock();
+        if !same {
+            p.file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .ok()
+                .and_then(|f| {
+                    let m = f.metadata().ok()?;
+                    Some((f, m.dev(), m.ino()))
+                });
+        }
+        if let Some((f, _, _)) = &mut p.file {
+            // One write of whole lines under an exclusive lock: concurrent fake processes never
+            // interleave partial lines.
+            let _ = f.lock();
+            let _ = f.write_all(&p.buf);
+            let _ = f.unlock();
+        }
+        p.buf.clear();
     }
 }
 

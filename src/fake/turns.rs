@@ -1842,6 +1842,9 @@ fn merge(base: &Value, extra: Value) -> Value {
 fn crash(conn: &Conn, step: &Value) {
     let code = step["code"].as_i64().unwrap_or(1) as i32;
     conn.fake.record(json!({"event": "crash", "code": code}));
+    // What was sent before the crash left the process (and its entries reached the transcript).
+    conn.flush_held();
+    conn.fake.transcript.flush();
     let msg = format!("{}\n", str_of(step, "stderr", "fake codex: fatal error"));
     let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes());
     std::process::exit(code);
