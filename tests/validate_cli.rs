@@ -93,6 +93,28 @@ fn usage_and_io_errors_exit_two() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent"));
 }
 
+/// A reader that goes away (`validate … 2>&1 | head -1`) closes both stdout and stderr: the
+/// validator stops with exit 2, on one core and on two, and does not panic.
+#[test]
+fn closed_output_exits_two_without_a_panic() {
+    let file = std::env::temp_dir().join(format!("closed-out-{}.jsonl", std::process::id()));
+    let line = r#"{"id":1,"method":"turn/start","params":{"threadId":"t","input":[],"x":1}}"#;
+    std::fs::write(&file, format!("{line}\n").repeat(50_000)).unwrap();
+    for jobs in ["1", "2"] {
+        let mut c = bin()
+            .args(["validate", "--format", "json", "--jobs", jobs])
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(c.stdout.take());
+        drop(c.stderr.take());
+        assert_eq!(c.wait().unwrap().code(), Some(2), "--jobs {jobs}");
+    }
+    let _ = std::fs::remove_file(&file);
+}
+
 #[test]
 fn human_output_quotes_the_line_and_points_at_the_field() {
     let input = concat!(

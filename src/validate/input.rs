@@ -52,7 +52,7 @@ impl Window {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE,
                 file.as_raw_fd(),
                 offset as libc::off_t,
             )

@@ -55,6 +55,12 @@ pub struct Cli {
     pub files: Vec<String>,
 }
 
+/// A line on stderr. A closed stderr is no reason to stop (`eprintln!` would panic): the
+/// exit code still tells.
+fn note(what: std::fmt::Arguments) {
+    let _ = writeln!(io::stderr(), "codex-wire validate: {what}");
+}
+
 /// Bytes of whole lines per batch: large enough to amortize hand-offs between threads,
 /// small enough that memory stays a few MB whatever the input size.
 const BATCH_BYTES: usize = 256 * 1024;
@@ -130,7 +136,7 @@ pub fn main(cli: Cli) -> ExitCode {
             match std::fs::File::open(file) {
                 Ok(f) => (run_file(f, file, &cfg, &mut out), file.as_str()),
                 Err(e) => {
-                    eprintln!("codex-wire validate: cannot read {file}: {e}");
+                    note(format_args!("cannot read {file}: {e}"));
                     failed = true;
                     continue;
                 }
@@ -140,7 +146,7 @@ pub fn main(cli: Cli) -> ExitCode {
             Ok(stats) => total.merge(stats),
             Err(e) => {
                 // What was checked before the error is already written.
-                eprintln!("codex-wire validate: {name}: {e}");
+                note(format_args!("{name}: {e}"));
                 failed = true;
             }
         }
@@ -213,10 +219,10 @@ fn run_batches<R: Read + Send>(
                     "the newest; no userAgent of a known version",
                 ),
             };
-            eprintln!(
-                "codex-wire validate: {name}: judged as codex {} ({how})",
+            note(format_args!(
+                "{name}: judged as codex {} ({how})",
                 p.version
-            );
+            ));
             p
         }
     };
@@ -401,14 +407,21 @@ fn raw_parallel<R: Read + Send>(
     out: &mut dyn Write,
     progress: &mut Progress,
 ) -> io::Result<Stats> {
-    // Bounded queues: at most ~4 batches per worker in flight, whatever the input size.
-    let (btx, brx) = sync_channel::<Batch>(jobs * 2);
-    let brx = Mutex::new(brx);
-    let (dtx, drx) = sync_channel::<Done>(jobs * 2);
+    // No reader or collector thread: whoever needs a batch cuts the next one (cheap: mapped
+    // input is cut without being read), and this thread, a worker too, writes the checked
+    // batches in order. Hand-offs that woke a sleeping thread for every batch cost more than
+    // the cutting and the writing on two cores.
+    batcher.lazy = true;
+    let feed = Mutex::new(Feed {
+        first: Some(first),
+        batcher,
+        err: None,
+    });
+    // Room for a few batches a worker: it must rarely wait for this thread to take them.
+    let (dtx, drx) = sync_channel::<Done>(jobs * 4);
     // The latest known state; workers guess from it, the collector corrects.
     let known: Mutex<Prime> = Mutex::new(None);
     let stop = AtomicBool::new(false);
-    let mut read_err = None;
     let mut c = Collector {
         state: None,
         closed: false,
@@ -417,65 +430,63 @@ fn raw_parallel<R: Read + Send>(
     };
     let mut write_err = None;
     // Line numbers of lazily cut batches: each worker indexes its batch, then takes the
-    // numbers after its predecessor's (batches are taken in order, so this never waits on a
+    // numbers after its predecessor's (batches are cut in order, so this never waits on a
     // later one).
-    batcher.lazy = true;
-    let numbering = (
-        Mutex::new((first.seq + 1, first.first + first.ends.len() as u64)),
-        std::sync::Condvar::new(),
-    );
-    std::thread::scope(|sc| {
-        let read_err = &mut read_err;
-        let stop = &stop;
-        sc.spawn(move || {
-            let mut next = Some(first);
-            while let Some(b) = next {
-                if stop.load(Ordering::Relaxed) || btx.send(b).is_err() {
-                    return;
-                }
-                match batcher.next_batch() {
-                    Ok(b) => next = b,
-                    Err(e) => {
-                        *read_err = Some(e);
-                        return;
-                    }
+    let numbering = (Mutex::new((0u64, 1u64)), std::sync::Condvar::new());
+    let next_checked = |feed: &Mutex<Feed<R>>| -> Option<Done> {
+        let mut batch = {
+            let mut f = feed.lock().ok()?;
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            match f
+                .first
+                .take()
+                .map(Ok)
+                .or_else(|| f.batcher.next_batch().transpose())?
+            {
+                Ok(b) => b,
+                Err(e) => {
+                    f.err = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                    return None;
                 }
             }
-        });
-        for _ in 0..jobs {
+        };
+        let (lock, turn) = &numbering;
+        let lazy = batch.ends.is_empty();
+        if lazy {
+            batch.index();
+        }
+        let mut state = lock.lock().ok()?;
+        while state.0 != batch.seq {
+            state = turn.wait(state).ok()?;
+        }
+        if lazy {
+            batch.first = state.1;
+        }
+        *state = (state.0 + 1, batch.first + batch.ends.len() as u64);
+        turn.notify_all();
+        drop(state);
+        let prime = known.lock().map(|k| k.clone()).unwrap_or(None);
+        Some(check_raw(batch, prime, style))
+    };
+    std::thread::scope(|sc| {
+        for _ in 1..jobs {
             let dtx = dtx.clone();
-            let (brx, known, numbering) = (&brx, &known, &numbering);
-            sc.spawn(move || loop {
-                let Ok(mut batch) = brx
-                    .lock()
-                    .map_err(drop)
-                    .and_then(|r| r.recv().map_err(drop))
-                else {
-                    return;
-                };
-                if batch.ends.is_empty() {
-                    batch.index();
-                    let (lock, turn) = numbering;
-                    let Ok(mut state) = lock.lock() else { return };
-                    while state.0 != batch.seq {
-                        let Ok(s) = turn.wait(state) else { return };
-                        state = s;
+            let (feed, next_checked) = (&feed, &next_checked);
+            sc.spawn(move || {
+                while let Some(d) = next_checked(feed) {
+                    if dtx.send(d).is_err() {
+                        return;
                     }
-                    batch.first = state.1;
-                    *state = (state.0 + 1, state.1 + batch.ends.len() as u64);
-                    turn.notify_all();
-                }
-                let prime = known.lock().map(|k| k.clone()).unwrap_or(None);
-                if dtx.send(check_raw(batch, prime, style)).is_err() {
-                    return;
                 }
             });
         }
         drop(dtx);
         let mut pending = BTreeMap::new();
         let mut next = 0u64;
-        for d in drx.iter() {
-            pending.insert(d.batch.seq, d);
+        let mut commit = |pending: &mut BTreeMap<u64, Done>| {
             while let Some(d) = pending.remove(&next) {
                 next += 1;
                 progress.add(d.batch.buf.len() as u64);
@@ -484,7 +495,7 @@ fn raw_parallel<R: Read + Send>(
                 }
                 let had = c.state.is_some();
                 if let Err(e) = c.take(d, style) {
-                    // Stop reading; keep draining so the workers can finish.
+                    // Stop cutting; keep draining so the workers can finish.
                     write_err = Some(e);
                     stop.store(true, Ordering::Relaxed);
                 }
@@ -497,12 +508,47 @@ fn raw_parallel<R: Read + Send>(
                     stop.store(true, Ordering::Relaxed);
                 }
             }
+        };
+        loop {
+            pending.extend(drx.try_iter().map(|d| (d.batch.seq, d)));
+            commit(&mut pending);
+            // Checked batches waiting for an earlier one stay few: past that, wait for it
+            // instead of checking more (memory stays bounded by the batches in flight).
+            if pending.len() > 2 * jobs {
+                match drx.recv() {
+                    Ok(d) => {
+                        pending.insert(d.batch.seq, d);
+                        continue;
+                    }
+                    Err(_) => break,
+                }
+            }
+            match next_checked(&feed) {
+                Some(d) => {
+                    pending.insert(d.batch.seq, d);
+                }
+                None => break,
+            }
         }
+        // Input done (or stopped): what the other workers still check.
+        for d in drx.iter() {
+            pending.insert(d.batch.seq, d);
+            commit(&mut pending);
+        }
+        commit(&mut pending);
     });
+    let read_err = feed.into_inner().ok().and_then(|f| f.err);
     if let Some(e) = write_err.or(read_err) {
         return Err(e);
     }
     Ok(c.stats)
+}
+
+/// The batches still to check in [`raw_parallel`], shared by its workers.
+struct Feed<R> {
+    first: Option<Batch>,
+    batcher: Batcher<R>,
+    err: Option<io::Error>,
 }
 
 /// Transcripts: each session (pid) has its own [`Session`], fed in input order, both
