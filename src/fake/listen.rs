@@ -154,23 +154,25 @@ fn stdio(fake: Arc<Fake>) -> ExitCode {
             }
         });
     // Lines already queued are answered as one batch: their replies and transcript entries go
-    // out in one write each when the batch ends (at most BATCH lines, so output keeps flowing).
+    // out in one write each when the batch ends. A batch ends after BATCH lines or HELD time
+    // (slow handlers), so that no reply or turn message waits long behind later lines.
     const BATCH: usize = 256;
+    const HELD: Duration = Duration::from_millis(2);
     while let Ok(mut line) = rx.recv() {
         conn.hold();
-        let mut n = 0;
+        let (mut n, mut since) = (0, std::time::Instant::now());
         let next = loop {
             if conn.handle_line(&line) == Next::Close {
                 break Next::Close;
             }
             n += 1;
             match rx.try_recv() {
-                Ok(l) if n < BATCH => line = l,
                 Ok(l) => {
-                    // The batch is full: this line starts the next one.
-                    conn.release();
-                    conn.hold();
-                    n = 0;
+                    if n >= BATCH || since.elapsed() >= HELD {
+                        conn.release();
+                        conn.hold();
+                        (n, since) = (0, std::time::Instant::now());
+                    }
                     line = l;
                 }
                 Err(_) => break Next::Continue,
