@@ -71,6 +71,19 @@ impl Client {
         }
     }
 
+    /// Requests `method` (empty params) with each id of `ids`, written at once, unchecked.
+    fn burst(&mut self, ids: std::ops::Range<i64>, method: &str) {
+        let mut burst = Vec::new();
+        for id in ids {
+            let line = json!({"id": id, "method": method, "params": {}}).to_string();
+            burst.extend_from_slice(line.as_bytes());
+            burst.push(b'\n');
+        }
+        let w = self.stdin.as_mut().unwrap();
+        w.write_all(&burst).unwrap();
+        w.flush().unwrap();
+    }
+
     fn write_raw(&mut self, line: &[u8]) {
         let w = self.stdin.as_mut().unwrap();
         w.write_all(line).unwrap();
@@ -851,17 +864,7 @@ fn overload_replies_scripted_and_under_flood() {
         "the third try goes through: {r}"
     );
     // The flood: 300 slow requests written at once.
-    let mut burst = Vec::new();
-    for id in 1000..1300 {
-        burst.extend_from_slice(
-            json!({"id": id, "method": "model/list", "params": {}})
-                .to_string()
-                .as_bytes(),
-        );
-        burst.push(b'\n');
-    }
-    c.stdin.as_mut().unwrap().write_all(&burst).unwrap();
-    c.stdin.as_mut().unwrap().flush().unwrap();
+    c.burst(1000..1300, "model/list");
     let mut answered = std::collections::BTreeMap::new();
     while answered.len() < 300 {
         let line =
@@ -906,17 +909,7 @@ fn burst_replies_follow_their_transcript_entries() {
     let mut c = Client::spawn(&dir, json!({}));
     c.init();
     let n = 2000;
-    let mut burst = Vec::new();
-    for id in 0..n {
-        burst.extend_from_slice(
-            json!({"id": 10_000 + id, "method": "turn/start", "params": {}})
-                .to_string()
-                .as_bytes(),
-        );
-        burst.push(b'\n');
-    }
-    c.stdin.as_mut().unwrap().write_all(&burst).unwrap();
-    c.stdin.as_mut().unwrap().flush().unwrap();
+    c.burst(10_000..10_000 + n, "turn/start");
     let mut answered = std::collections::BTreeSet::new();
     while answered.len() < n as usize {
         let line =

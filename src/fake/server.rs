@@ -380,7 +380,7 @@ impl Conn {
             Outcome::Reply(e) => {
                 let line = e.line();
                 // The engine renders the reply compactly, as serde_json would: kept as written.
-                let msg = serde_json::value::RawValue::from_string(line.clone()).ok();
+                let msg: Option<&serde_json::value::RawValue> = serde_json::from_str(&line).ok();
                 self.emit(&line, &msg);
             }
             Outcome::NoReply => {
