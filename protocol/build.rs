@@ -14,6 +14,8 @@
 mod emit;
 #[path = "build/model.rs"]
 mod model;
+#[path = "src/names.rs"]
+mod names;
 #[path = "src/segment.rs"]
 mod segment;
 #[path = "src/version.rs"]
@@ -28,6 +30,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", schema.display());
     println!("cargo:rerun-if-changed=build");
     // Modules of the crate the build script includes too.
+    println!("cargo:rerun-if-changed=src/names.rs");
     println!("cargo:rerun-if-changed=src/segment.rs");
     println!("cargo:rerun-if-changed=src/version.rs");
     let versions =

@@ -478,7 +478,7 @@ impl Session {
         let at = s.mark();
         let p = &mut self.path;
         p.reset();
-        p.key("params");
+        p.seg(".params");
         let (name, checked) = (self.protocol.fast_params)(m, s, p, out);
         let name = name?;
         if checked.is_ok() {
@@ -637,7 +637,7 @@ impl Session {
             s.reset(result);
             let p = &mut self.path;
             p.reset();
-            p.key("result");
+            p.seg(".result");
             (self.protocol.fast_response)(m, &mut s, p, &mut ignored).ok()?;
             reply_to = key.and_then(|k| self.pending.remove(&k));
         }
@@ -708,7 +708,7 @@ impl Session {
         // read, so whatever they carry is dropped.
         if let Some(params) = obj.remove("params") {
             let mut p = JsonPath::root();
-            p.key("params");
+            p.seg(".params");
             crate::track::dropped(&params, &mut p, ignored);
         }
         Verdict::new(Kind::Notification, Outcome::NoReply)

@@ -166,16 +166,15 @@ impl Emitter<'_> {
         }
     }
 
-    /// A check of an open object's keys against `fields`: a block evaluating to `R`. In a
-    /// tagged body, `tag` (in scope) is skipped once and unknown keys come last.
+    /// A check of an open object's keys against `fields`: a block evaluating to `R`, the
+    /// fields as a static table for the one walker (`crate::fast::walk`). In a tagged body,
+    /// `tag` (in scope) is skipped once and unknown keys come last.
     fn fast_walker(&self, fields: &[Field], deny: bool, tagged: bool) -> TokenStream {
-        if fields.iter().any(|f| f.flatten) {
+        if fields.iter().any(|f| f.flatten) || fields.len() > 64 {
             return quote!(Err(crate::fast::Bail));
         }
-        let words = fields.len().div_ceil(64).max(1);
-        let mut required = vec![0u64; words];
-        let mut required_bits = vec![0u64; words];
-        let arms: Vec<TokenStream> = fields
+        let mut required = 0u64;
+        let entries: Vec<TokenStream> = fields
             .iter()
             .enumerate()
             .map(|(n, f)| {
@@ -185,63 +184,34 @@ impl Emitter<'_> {
                     Presence::Required => !self.optional(&f.ty),
                 };
                 if must {
-                    required[n / 64] |= 1 << (n % 64);
-                    required_bits[n / 64] |= 1 << (n % 64);
+                    required |= 1 << n;
                 }
                 let json = &f.json;
                 let seg = crate::segment::segment(json);
                 let ty = self.fast_ty(f);
-                quote!(#json => { seen.mark(#n)?; crate::fast::field::<#ty>(s, p, out, #seg)?; })
+                quote!(crate::fast::Field {
+                    name: #json,
+                    seg: #seg,
+                    check: <#ty as crate::fast::Fast>::fast,
+                    leaf: <#ty as crate::fast::Fast>::LEAF,
+                })
             })
             .collect();
-        let tag_arm = tagged.then(|| {
-            quote! {
-                _ if k == tag => {
-                    if tag_seen { return Err(crate::fast::Bail); }
-                    tag_seen = true;
-                    s.skip()?;
-                }
-            }
-        });
-        let unknown = if deny {
-            quote!(return Err(crate::fast::Bail);)
-        } else if tagged {
-            quote! { unknown.add(k)?; s.skip()?; }
+        let names: Vec<&str> = fields.iter().map(|f| f.json.as_str()).collect();
+        let slots = crate::names::layout(&names);
+        let tag = if tagged {
+            quote!(Some(tag))
         } else {
-            quote! { unknown.add(k)?; out.push(p.child(k)); s.skip()?; }
+            quote!(None)
         };
-        let tag_state = tagged.then(|| quote!(let mut tag_seen = false;));
-        let report = tagged.then(|| quote!(unknown.report(p, out);));
-        let words_lit = words;
-        let required: Vec<TokenStream> = required.iter().map(|w| quote!(#w)).collect();
-        // serde checks absent fields after the last key, in declaration order.
-        let missing: Vec<TokenStream> = fields
-            .iter()
-            .enumerate()
-            .filter(|(n, _)| required_bits[n / 64] & (1 << (n % 64)) != 0)
-            .map(|(n, f)| {
-                let json = &f.json;
-                quote!(else if !seen.has(#n) { Err(s.missing(#json)) })
-            })
-            .collect();
         quote!({
-            let mut seen = crate::fast::Seen::<#words_lit>::new();
-            #[allow(unused_mut)]
-            let mut unknown = crate::fast::Unknown::new();
-            #tag_state
-            let mut first = true;
-            while let Some(k) = s.next_key(&mut first)? {
-                match k {
-                    #(#arms)*
-                    #tag_arm
-                    _ => { #unknown }
-                }
-            }
-            #report
-            // An expression, not `return`: the walker is also inlined in variant arms.
-            if seen.has_all(&[#(#required),*]) { Ok(()) }
-            #(#missing)*
-            else { Err(crate::fast::Bail) }
+            static FIELDS: crate::fast::Fields = crate::fast::Fields {
+                fields: &[#(#entries),*],
+                slots: &[#(#slots),*],
+                required: #required,
+                deny: #deny,
+            };
+            crate::fast::walk(s, p, out, &FIELDS, #tag)
         })
     }
 
@@ -473,33 +443,49 @@ impl Emitter<'_> {
         }
     }
 
-    /// `fast_params` / `fast_response`: the entry points by method.
+    /// `fast_params` / `fast_response`: the entry points by method, found through a hashed
+    /// table of `(method, check)` (see `crate::names`).
     pub(super) fn fast_entries(&self) -> TokenStream {
-        let req_arms: Vec<TokenStream> = self
-            .fast_requests()
+        let requests = self.fast_requests();
+        let req_names: Vec<&str> = requests.iter().map(|(m, _)| m.as_str()).collect();
+        let req_slots = crate::names::layout(&req_names);
+        let req_entries: Vec<TokenStream> = requests
             .iter()
             .map(|(m, t)| {
                 let ty = self.rust_ty(t, false);
-                quote!(#m => (Some(#m), <#ty as crate::fast::Fast>::fast(s, p, out)))
+                quote!((#m, <#ty as crate::fast::Fast>::fast as crate::fast::Check))
             })
             .collect();
-        let resp_arms: Vec<TokenStream> = self
-            .m
-            .server_responses
+        let responses = &self.m.server_responses;
+        let resp_names: Vec<&str> = responses.iter().map(|(m, _)| m.as_str()).collect();
+        let resp_slots = crate::names::layout(&resp_names);
+        let resp_entries: Vec<TokenStream> = responses
             .iter()
             .map(|(m, n)| {
                 let ty = self.path_of(*n);
-                quote!(#m => <#ty as crate::fast::Fast>::fast(s, p, out))
+                quote!((#m, <#ty as crate::fast::Fast>::fast as crate::fast::Check))
             })
             .collect();
+        let (nq, nr) = (req_entries.len(), resp_entries.len());
+        let (sq, sr) = (req_slots.len(), resp_slots.len());
         quote! {
+            static FAST_PARAMS: [(&str, crate::fast::Check); #nq] = [#(#req_entries),*];
+            static FAST_PARAMS_SLOTS: [u16; #sq] = [#(#req_slots),*];
+            static FAST_RESPONSE: [(&str, crate::fast::Check); #nr] = [#(#resp_entries),*];
+            static FAST_RESPONSE_SLOTS: [u16; #sr] = [#(#resp_slots),*];
             /// Fast check of a client request's non-null `params` (see `crate::fast`).
             pub fn fast_params(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> (Option<&'static str>, crate::fast::R) {
-                match method { #(#req_arms,)* _ => (None, Err(crate::fast::Bail)) }
+                match crate::names::find(&FAST_PARAMS_SLOTS, &FAST_PARAMS, |e| e.0, method) {
+                    Some((_, &(m, check))) => (Some(m), check(s, p, out)),
+                    None => (None, Err(crate::fast::Bail)),
+                }
             }
             /// Fast check of a client's `result` for a server request of `method`.
             pub fn fast_response(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R {
-                match method { #(#resp_arms,)* _ => Err(crate::fast::Bail) }
+                match crate::names::find(&FAST_RESPONSE_SLOTS, &FAST_RESPONSE, |e| e.0, method) {
+                    Some((_, &(_, check))) => check(s, p, out),
+                    None => Err(crate::fast::Bail),
+                }
             }
         }
     }

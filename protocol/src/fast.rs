@@ -16,6 +16,9 @@ pub struct Bail;
 
 pub type R<T = ()> = Result<T, Bail>;
 
+/// A type's check as a value: the entry of a method table.
+pub type Check = fn(&mut Scan, &mut JsonPath, &mut Vec<String>) -> R;
+
 /// Nesting the fast path walks; serde_json's own limit is 128, deeper input bails well before.
 const MAX_DEPTH: u32 = 100;
 
@@ -208,6 +211,8 @@ impl<'a> Scan<'a> {
 
     /// The value at the cursor is of a kind a type expecting `expecting` never takes: a sure
     /// error unless it is a number (or not JSON at all: the caller's rescan decides that).
+    #[cold]
+    #[inline(never)]
     pub fn wrong(&mut self, expecting: &'static str) -> Bail {
         if let Ok(c) = self.peek() {
             if matches!(c, b'n' | b't' | b'f' | b'"' | b'[' | b'{') {
@@ -221,12 +226,16 @@ impl<'a> Scan<'a> {
     }
 
     /// A required field is absent (the first in declaration order, as serde checks them).
+    #[cold]
+    #[inline(never)]
     pub fn missing(&mut self, field: &'static str) -> Bail {
         self.invalid = Some(Invalid::Missing(field));
         Bail
     }
 
     /// No variant of untagged enum `name` takes the value's kind.
+    #[cold]
+    #[inline(never)]
     pub fn untagged(&mut self, name: &'static str) -> Bail {
         self.invalid = Some(Invalid::Untagged(name));
         Bail
@@ -308,11 +317,17 @@ impl<'a> Scan<'a> {
         // Most values and keys follow their `:` or `,` directly: one compare, no loop.
         match self.s.get(self.i) {
             Some(&c) if c > b' ' => Ok(c),
-            _ => {
-                self.ws();
-                self.s.get(self.i).copied().ok_or(Bail)
-            }
+            _ => self.peek_past_ws(),
         }
+    }
+
+    /// [`Scan::peek`] past whitespace (or at the end): out of line, as captured lines are
+    /// mostly compact, and every walker inlines `peek`.
+    #[cold]
+    #[inline(never)]
+    fn peek_past_ws(&mut self) -> R<u8> {
+        self.ws();
+        self.s.get(self.i).copied().ok_or(Bail)
     }
 
     /// Only whitespace is left.
@@ -666,52 +681,25 @@ pub mod kinds {
     }
 }
 
-/// Keys already seen in one object: a bitset over the declared fields.
-pub struct Seen<const W: usize>(pub [u64; W]);
-
-impl<const W: usize> Default for Seen<W> {
-    fn default() -> Self {
-        Seen([0; W])
-    }
-}
-
-impl<const W: usize> Seen<W> {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Marks field `n`; a second time is a duplicate key: bail.
-    #[inline]
-    pub fn mark(&mut self, n: usize) -> R {
-        let (w, bit) = (n / 64, 1u64 << (n % 64));
-        if self.0[w] & bit != 0 {
-            return Err(Bail);
-        }
-        self.0[w] |= bit;
-        Ok(())
-    }
-
-    /// Field `n` was seen.
-    #[inline]
-    pub fn has(&self, n: usize) -> bool {
-        self.0[n / 64] & (1u64 << (n % 64)) != 0
-    }
-
-    /// Every field in `required` was seen.
-    pub fn has_all(&self, required: &[u64; W]) -> bool {
-        self.0.iter().zip(required).all(|(s, r)| s & r == *r)
-    }
-}
-
 /// Unknown keys of one object: duplicates bail, and in a tagged (buffered) object the paths
 /// are reported after the known fields' own, as serde's tracker sees them.
-#[derive(Default)]
 pub struct Unknown<'a> {
     /// The first keys, without an allocation (the rescan of an erroneous params has one of
-    /// these per object, and most objects have few keys).
-    first: [&'a str; 8],
+    /// these per object, and most objects have few keys), and without writing them up front
+    /// (every walked object has one of these, and most never see an unknown key).
+    first: [std::mem::MaybeUninit<&'a str>; 8],
     n: usize,
     more: Vec<&'a str>,
+}
+
+impl Default for Unknown<'_> {
+    fn default() -> Self {
+        Unknown {
+            first: [std::mem::MaybeUninit::uninit(); 8],
+            n: 0,
+            more: Vec::new(),
+        }
+    }
 }
 
 impl<'a> Unknown<'a> {
@@ -723,17 +711,21 @@ impl<'a> Unknown<'a> {
         self.n == 0
     }
 
-    fn keys(&self) -> impl Iterator<Item = &&'a str> {
-        self.first[..self.n.min(8)].iter().chain(&self.more)
+    fn keys(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.first[..self.n.min(8)]
+            .iter()
+            // SAFETY: `add` writes slot `n` before counting it, and `n` only grows.
+            .map(|k| unsafe { k.assume_init() })
+            .chain(self.more.iter().copied())
     }
 
     #[inline]
     pub fn add(&mut self, k: &'a str) -> R {
-        if self.n >= MAX_UNKNOWN || self.keys().any(|s| *s == k) {
+        if self.n >= MAX_UNKNOWN || self.keys().any(|s| s == k) {
             return Err(Bail);
         }
         if self.n < 8 {
-            self.first[self.n] = k;
+            self.first[self.n] = std::mem::MaybeUninit::new(k);
         } else {
             self.more.push(k);
         }
@@ -765,18 +757,83 @@ pub trait Fast {
     }
 }
 
-/// Checks a field's value, with its key on the path (`segment`, rendered by the build script)
-/// unless nothing below it can be reported.
-#[inline]
-pub fn field<T: Fast>(s: &mut Scan, p: &mut JsonPath, out: &mut Vec<String>, segment: &str) -> R {
-    if T::LEAF {
-        T::fast(s, p, out)
-    } else {
-        p.seg(segment);
-        T::fast(s, p, out)?;
-        p.pop();
-        Ok(())
+/// A declared field of a struct, for [`walk`].
+pub struct Field {
+    /// The key.
+    pub name: &'static str,
+    /// Its path segment (`.name`), rendered by the build script.
+    pub seg: &'static str,
+    pub check: Check,
+    /// Nothing below it can be reported: no path bookkeeping.
+    pub leaf: bool,
+}
+
+/// A struct's fields as data, for [`walk`]: one walker for every struct keeps the code a line
+/// runs through small (generated per struct, the walkers of traffic over every method did not
+/// fit the instruction cache together).
+pub struct Fields {
+    /// In declaration order (at most 64).
+    pub fields: &'static [Field],
+    /// `fields` by key (see `crate::names`).
+    pub slots: &'static [u16],
+    /// Bit `n`: field `n` must be present.
+    pub required: u64,
+    /// `deny_unknown_fields`: an unknown key is an error (the exact path words it).
+    pub deny: bool,
+}
+
+/// Checks an open object's keys against `d`. In a tagged body, `tag` is skipped once and
+/// unknown keys are reported after the known fields' paths (as serde's buffered tracker sees
+/// them). serde checks absent fields after the last key, in declaration order.
+pub fn walk(
+    s: &mut Scan,
+    p: &mut JsonPath,
+    out: &mut Vec<String>,
+    d: &Fields,
+    tag: Option<&str>,
+) -> R {
+    let mut seen = 0u64;
+    let mut unknown = Unknown::new();
+    let mut tag_seen = false;
+    let mut first = true;
+    while let Some(k) = s.next_key(&mut first)? {
+        if let Some((n, f)) = crate::names::find(d.slots, d.fields, |f| f.name, k) {
+            let bit = 1u64 << n;
+            if seen & bit != 0 {
+                return Err(Bail);
+            }
+            seen |= bit;
+            if f.leaf {
+                (f.check)(s, p, out)?;
+            } else {
+                p.seg(f.seg);
+                (f.check)(s, p, out)?;
+                p.pop();
+            }
+        } else if tag == Some(k) {
+            if tag_seen {
+                return Err(Bail);
+            }
+            tag_seen = true;
+            s.skip()?;
+        } else if d.deny {
+            return Err(Bail);
+        } else {
+            unknown.add(k)?;
+            if tag.is_none() {
+                out.push(p.child(k));
+            }
+            s.skip()?;
+        }
     }
+    if tag.is_some() {
+        unknown.report(p, out);
+    }
+    let absent = d.required & !seen;
+    if absent == 0 {
+        return Ok(());
+    }
+    Err(s.missing(d.fields[absent.trailing_zeros() as usize].name))
 }
 
 impl Fast for String {

@@ -9,6 +9,7 @@
 
 pub mod custom;
 pub mod fast;
+pub mod names;
 pub mod rng;
 pub mod segment;
 pub mod track;

@@ -74,17 +74,18 @@ impl Stats {
             m.closes += r.closes;
         }
         for (p, (n, m)) in other.paths {
-            self.add_path(p, n, m);
+            self.add_path(&p, n, || m);
         }
         self.bad_entries += other.bad_entries;
         self.after_close += other.after_close;
     }
 
-    fn add_path(&mut self, path: String, n: u64, method: String) {
-        if let Some(e) = self.paths.get_mut(&path) {
+    /// Counts a path; the method's label is built only for a path seen the first time.
+    fn add_path(&mut self, path: &str, n: u64, method: impl FnOnce() -> String) {
+        if let Some(e) = self.paths.get_mut(path) {
             e.0 += n;
         } else if self.paths.len() < MAX_PATHS {
-            self.paths.insert(path, (n, method));
+            self.paths.insert(path.to_string(), (n, method()));
         }
     }
 }
@@ -153,9 +154,8 @@ impl Style {
         row.silent += (rec.dir == Dir::In && v.kind == Kind::Unparsed) as u64;
         row.closes += (v.outcome == Outcome::Close) as u64;
         if !v.ignored.is_empty() {
-            let method = method_label(v);
             for p in &v.ignored {
-                stats.add_path(p.clone(), 1, method.clone());
+                stats.add_path(p, 1, || method_label(v));
             }
         }
         match self.format {
