@@ -24,6 +24,12 @@ const STRING_CUSTOM: &[&str] = &[
     "StrictAbsolutePath",
 ];
 
+/// A name's `crate::names::Key`, its words computed here.
+fn key(name: &str) -> TokenStream {
+    let [a, z] = crate::names::words(name.as_bytes());
+    quote!(crate::names::Key { name: #name, words: [#a, #z] })
+}
+
 /// A check as a value: an inlined walker's `?` would otherwise leave the enclosing function
 /// before the caller could look at its error.
 fn contained(check: TokenStream) -> TokenStream {
@@ -189,8 +195,9 @@ impl Emitter<'_> {
                 let json = &f.json;
                 let seg = crate::segment::segment(json);
                 let ty = self.fast_ty(f);
+                let key = key(json);
                 quote!(crate::fast::Field {
-                    name: #json,
+                    key: #key,
                     seg: #seg,
                     check: <#ty as crate::fast::Fast>::fast,
                     leaf: <#ty as crate::fast::Fast>::LEAF,
@@ -453,7 +460,8 @@ impl Emitter<'_> {
             .iter()
             .map(|(m, t)| {
                 let ty = self.rust_ty(t, false);
-                quote!((#m, <#ty as crate::fast::Fast>::fast as crate::fast::Check))
+                let key = key(m);
+                quote!((#key, <#ty as crate::fast::Fast>::fast as crate::fast::Check))
             })
             .collect();
         let responses = &self.m.server_responses;
@@ -463,26 +471,27 @@ impl Emitter<'_> {
             .iter()
             .map(|(m, n)| {
                 let ty = self.path_of(*n);
-                quote!((#m, <#ty as crate::fast::Fast>::fast as crate::fast::Check))
+                let key = key(m);
+                quote!((#key, <#ty as crate::fast::Fast>::fast as crate::fast::Check))
             })
             .collect();
         let (nq, nr) = (req_entries.len(), resp_entries.len());
         let (sq, sr) = (req_slots.len(), resp_slots.len());
         quote! {
-            static FAST_PARAMS: [(&str, crate::fast::Check); #nq] = [#(#req_entries),*];
+            static FAST_PARAMS: [(crate::names::Key, crate::fast::Check); #nq] = [#(#req_entries),*];
             static FAST_PARAMS_SLOTS: [u16; #sq] = [#(#req_slots),*];
-            static FAST_RESPONSE: [(&str, crate::fast::Check); #nr] = [#(#resp_entries),*];
+            static FAST_RESPONSE: [(crate::names::Key, crate::fast::Check); #nr] = [#(#resp_entries),*];
             static FAST_RESPONSE_SLOTS: [u16; #sr] = [#(#resp_slots),*];
             /// Fast check of a client request's non-null `params` (see `crate::fast`).
             pub fn fast_params(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> (Option<&'static str>, crate::fast::R) {
-                match crate::names::find(&FAST_PARAMS_SLOTS, &FAST_PARAMS, |e| e.0, method) {
-                    Some((_, &(m, check))) => (Some(m), check(s, p, out)),
+                match crate::names::find(&FAST_PARAMS_SLOTS, &FAST_PARAMS, |e| &e.0, method) {
+                    Some((_, &(key, check))) => (Some(key.name), check(s, p, out)),
                     None => (None, Err(crate::fast::Bail)),
                 }
             }
             /// Fast check of a client's `result` for a server request of `method`.
             pub fn fast_response(method: &str, s: &mut crate::fast::Scan, p: &mut JsonPath, out: &mut Vec<String>) -> crate::fast::R {
-                match crate::names::find(&FAST_RESPONSE_SLOTS, &FAST_RESPONSE, |e| e.0, method) {
+                match crate::names::find(&FAST_RESPONSE_SLOTS, &FAST_RESPONSE, |e| &e.0, method) {
                     Some((_, &(_, check))) => check(s, p, out),
                     None => Err(crate::fast::Bail),
                 }

@@ -759,8 +759,7 @@ pub trait Fast {
 
 /// A declared field of a struct, for [`walk`].
 pub struct Field {
-    /// The key.
-    pub name: &'static str,
+    pub key: crate::names::Key,
     /// Its path segment (`.name`), rendered by the build script.
     pub seg: &'static str,
     pub check: Check,
@@ -797,7 +796,7 @@ pub fn walk(
     let mut tag_seen = false;
     let mut first = true;
     while let Some(k) = s.next_key(&mut first)? {
-        if let Some((n, f)) = crate::names::find(d.slots, d.fields, |f| f.name, k) {
+        if let Some((n, f)) = crate::names::find(d.slots, d.fields, |f| &f.key, k) {
             let bit = 1u64 << n;
             if seen & bit != 0 {
                 return Err(Bail);
@@ -833,7 +832,7 @@ pub fn walk(
     if absent == 0 {
         return Ok(());
     }
-    Err(s.missing(d.fields[absent.trailing_zeros() as usize].name))
+    Err(s.missing(d.fields[absent.trailing_zeros() as usize].key.name))
 }
 
 impl Fast for String {
