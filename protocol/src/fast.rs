@@ -16,7 +16,7 @@ pub struct Bail;
 
 pub type R<T = ()> = Result<T, Bail>;
 
-/// A type's check as a value: the entry of a method table.
+/// A type's check as a value: an entry of a method or field table.
 pub type Check = fn(&mut Scan, &mut JsonPath, &mut Vec<String>) -> R;
 
 /// Nesting the fast path walks; serde_json's own limit is 128, deeper input bails well before.
