@@ -13,6 +13,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+/// The path segments of `params` and `result` as the tracker writes them
+/// (`codex_wire_protocol::segment`), rendered once: the fast path pushes one of them on every line.
+const PARAMS_SEG: &str = ".params";
+const RESULT_SEG: &str = ".result";
+
 /// How many unanswered client requests a session remembers for matching the server's results.
 const MAX_AWAITING: usize = 65_536;
 
@@ -478,7 +483,7 @@ impl Session {
         let at = s.mark();
         let p = &mut self.path;
         p.reset();
-        p.seg(".params");
+        p.seg(PARAMS_SEG);
         let (name, checked) = (self.protocol.fast_params)(m, s, p, out);
         let name = name?;
         if checked.is_ok() {
@@ -637,7 +642,7 @@ impl Session {
             s.reset(result);
             let p = &mut self.path;
             p.reset();
-            p.seg(".result");
+            p.seg(RESULT_SEG);
             (self.protocol.fast_response)(m, &mut s, p, &mut ignored).ok()?;
             reply_to = key.and_then(|k| self.pending.remove(&k));
         }
@@ -708,7 +713,7 @@ impl Session {
         // read, so whatever they carry is dropped.
         if let Some(params) = obj.remove("params") {
             let mut p = JsonPath::root();
-            p.seg(".params");
+            p.key("params");
             crate::track::dropped(&params, &mut p, ignored);
         }
         Verdict::new(Kind::Notification, Outcome::NoReply)
@@ -902,4 +907,20 @@ fn static_method(protocol: &Protocol, m: &str) -> Cow<'static, str> {
 /// `http::HeaderValue::from_str` rules: visible ASCII, space and tab, or obs-text bytes.
 fn is_header_value(s: &str) -> bool {
     s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+#[cfg(test)]
+mod segment_tests {
+    /// The fast path's cached segments are the tracker's own rendering.
+    #[test]
+    fn cached_segments_are_the_trackers() {
+        assert_eq!(
+            codex_wire_protocol::segment::segment("params"),
+            super::PARAMS_SEG
+        );
+        assert_eq!(
+            codex_wire_protocol::segment::segment("result"),
+            super::RESULT_SEG
+        );
+    }
 }

@@ -1,5 +1,5 @@
-//! Static name tables (the fast path's method dispatch and struct keys): a name hashed to a slot of an
-//! open-addressed table, confirmed by one comparison. Shared with the build script, which lays
+//! Static name tables (the fast path's method dispatch and struct keys): a name hashed to a
+//! slot of an open-addressed table, confirmed by one comparison. Shared with the build script, which lays
 //! the slots out. A 192-arm `match` on the method compared it against every name of its length
 //! in turn, through kilobytes of code that traffic over every method evicts from the
 //! instruction cache line after line.

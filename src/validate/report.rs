@@ -74,18 +74,18 @@ impl Stats {
             m.closes += r.closes;
         }
         for (p, (n, m)) in other.paths {
-            self.add_path(&p, n, || m);
+            self.add_path(Cow::Owned(p), n, || m);
         }
         self.bad_entries += other.bad_entries;
         self.after_close += other.after_close;
     }
 
     /// Counts a path; the method's label is built only for a path seen the first time.
-    fn add_path(&mut self, path: &str, n: u64, method: impl FnOnce() -> String) {
-        if let Some(e) = self.paths.get_mut(path) {
+    fn add_path(&mut self, path: Cow<str>, n: u64, method: impl FnOnce() -> String) {
+        if let Some(e) = self.paths.get_mut(path.as_ref()) {
             e.0 += n;
         } else if self.paths.len() < MAX_PATHS {
-            self.paths.insert(path.to_string(), (n, method()));
+            self.paths.insert(path.into_owned(), (n, method()));
         }
     }
 }
@@ -155,7 +155,7 @@ impl Style {
         row.closes += (v.outcome == Outcome::Close) as u64;
         if !v.ignored.is_empty() {
             for p in &v.ignored {
-                stats.add_path(p, 1, || method_label(v));
+                stats.add_path(Cow::Borrowed(p), 1, || method_label(v));
             }
         }
         match self.format {
