@@ -163,15 +163,30 @@ fn reference(input: &[u8]) -> Vec<String> {
     out
 }
 
-fn run(input: &[u8], jobs: usize) -> (Vec<u8>, u64) {
+/// Output, findings and lines left unchecked after a close, of a stream or (`mapped`) a file.
+fn run_as(input: &[u8], jobs: usize, mapped: bool) -> (Vec<u8>, u64, u64) {
     let cfg = Config {
         format: OutFormat::Json,
         jobs,
         ..Config::default()
     };
     let mut out = Vec::new();
-    let stats = validate::run(input, None, "t", &cfg, &mut out).unwrap();
-    (out, stats.findings())
+    let stats = if mapped {
+        let path = std::env::temp_dir().join(format!("run-as-{}-{jobs}.jsonl", std::process::id()));
+        std::fs::write(&path, input).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let stats = validate::run_file(f, "t", &cfg, &mut out).unwrap();
+        let _ = std::fs::remove_file(&path);
+        stats
+    } else {
+        validate::run(input, None, "t", &cfg, &mut out).unwrap()
+    };
+    (out, stats.findings(), stats.after_close)
+}
+
+fn run(input: &[u8], jobs: usize) -> (Vec<u8>, u64) {
+    let (out, findings, _) = run_as(input, jobs, false);
+    (out, findings)
 }
 
 #[test]
@@ -211,6 +226,26 @@ fn parallel_output_is_the_sequential_output() {
     }
     let (late_out, _) = run(&late, 2);
     assert!(String::from_utf8_lossy(&late_out).contains("Not initialized"));
+    // A line that is not UTF-8 closes the connection: every line after it goes unchecked and
+    // is counted, however many batches the workers had cut by then, early or late in the file.
+    for at in [3, 15_000] {
+        let mut closing = Vec::new();
+        for (k, l) in body[..body.len() - 1].iter().enumerate() {
+            closing.extend_from_slice(if k == at { b"\xff\xfe" } else { l });
+            closing.push(b'\n');
+        }
+        let after = (body.len() - 2 - at) as u64;
+        for mapped in [false, true] {
+            let one = run_as(&closing, 1, mapped);
+            assert_eq!(one.2, after, "jobs 1, mapped {mapped}, close at {at}");
+            for jobs in [2, 3] {
+                assert!(
+                    run_as(&closing, jobs, mapped) == one,
+                    "jobs {jobs}, mapped {mapped}, close at {at}"
+                );
+            }
+        }
+    }
 }
 
 #[test]

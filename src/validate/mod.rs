@@ -411,28 +411,38 @@ fn raw_parallel<R: Read + Send>(
     // input is cut without being read), and this thread, a worker too, writes the checked
     // batches in order. Hand-offs that woke a sleeping thread for every batch cost more than
     // the cutting and the writing on two cores.
-    batcher.lazy = true;
-    let feed = Mutex::new(Feed {
-        first: Some(first),
-        batcher,
-        err: None,
-    });
-    // Room for a few batches a worker: it must rarely wait for this thread to take them.
-    let (dtx, drx) = sync_channel::<Done>(jobs * 4);
-    // The latest known state; workers guess from it, the collector corrects.
-    let known: Mutex<Prime> = Mutex::new(None);
-    let stop = AtomicBool::new(false);
     let mut c = Collector {
         state: None,
         closed: false,
         stats: Stats::default(),
         out,
     };
+    // The first batch is checked before any other: a capture initializes there, and a batch
+    // checked from the uninitialized state it had before is all "Not initialized" errors
+    // (the slow path), then checked again in order. Workers start from its state.
+    progress.add(first.buf.len() as u64);
+    let after = (first.seq + 1, first.first + first.ends.len() as u64);
+    c.take(check_raw(first, None, style), style)?;
+    if c.closed {
+        c.stats.after_close += lines_left(batcher)?;
+        return Ok(c.stats);
+    }
+    batcher.lazy = true;
+    let feed = Mutex::new(Feed {
+        first: None,
+        batcher,
+        err: None,
+    });
+    // Room for a few batches a worker: it must rarely wait for this thread to take them.
+    let (dtx, drx) = sync_channel::<Done>(jobs * 4);
+    // The latest known state; workers guess from it, the collector corrects.
+    let known: Mutex<Prime> = Mutex::new(c.state.clone());
+    let stop = AtomicBool::new(false);
     let mut write_err = None;
     // Line numbers of lazily cut batches: each worker indexes its batch, then takes the
     // numbers after its predecessor's (batches are cut in order, so this never waits on a
     // later one).
-    let numbering = (Mutex::new((0u64, 1u64)), std::sync::Condvar::new());
+    let numbering = (Mutex::new(after), std::sync::Condvar::new());
     let next_checked = |feed: &Mutex<Feed<R>>| -> Option<Done> {
         let mut batch = {
             let mut f = feed.lock().ok()?;
@@ -485,7 +495,7 @@ fn raw_parallel<R: Read + Send>(
         }
         drop(dtx);
         let mut pending = BTreeMap::new();
-        let mut next = 0u64;
+        let mut next = after.0;
         let mut commit = |pending: &mut BTreeMap<u64, Done>| {
             while let Some(d) = pending.remove(&next) {
                 next += 1;
@@ -537,11 +547,29 @@ fn raw_parallel<R: Read + Send>(
         }
         commit(&mut pending);
     });
-    let read_err = feed.into_inner().ok().and_then(|f| f.err);
-    if let Some(e) = write_err.or(read_err) {
+    let feed = feed
+        .into_inner()
+        .map_err(|_| io::Error::other("a worker panicked"))?;
+    if let Some(e) = write_err.or(feed.err) {
         return Err(e);
     }
+    if c.closed {
+        // As `--jobs 1` counts them: every line after the close, not only those cut by then.
+        c.stats.after_close += lines_left(feed.batcher)?;
+    }
     Ok(c.stats)
+}
+
+/// The lines of the batches not yet cut.
+fn lines_left<R: Read>(mut batcher: Batcher<R>) -> io::Result<u64> {
+    let mut n = 0;
+    while let Some(mut b) = batcher.next_batch()? {
+        if b.ends.is_empty() {
+            b.index();
+        }
+        n += b.ends.len() as u64;
+    }
+    Ok(n)
 }
 
 /// The batches still to check in [`raw_parallel`], shared by its workers.
