@@ -1,6 +1,7 @@
 //! `cargo bench --bench validate`: validate's throughput beside its floor (a serde_json parse of
 //! each line into `IgnoredAny`: every contender must at least scan the JSON), a parse into
-//! `Value`, and (session mix) the `jsonschema` crate validating the same lines against
+//! `Value`, the floor on two cores (two threads, half the lines each: the two-core ceiling of
+//! this machine for work that shares nothing), and (session mix) the `jsonschema` crate validating the same lines against
 //! `ClientRequest.json`, on three generated mixes side by side: a client session, traffic over
 //! every method, and all-invalid lines; the share of accepted lines the fast path answers; then
 //! peak RSS of the release binary on a quarter of the all-method traffic and on all of it (it
@@ -13,7 +14,7 @@
 use codex_wire::validate::{self, report::OutFormat, Config};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn main() {
@@ -112,11 +113,22 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
         .unwrap_or(1)
         .max(1);
     let parts = pieces(file);
-    // Seconds of: the bare read, the floor, the Value parse, validate on 1 and on 2 cores.
-    let mut secs = [0f64; 5];
+    // Seconds of: the bare read, the floor, the Value parse, validate on 1 and on 2 cores,
+    // the floor on 2 cores.
+    let mut secs = [0f64; 6];
     let (mut fed, mut bare_lines) = (0u64, 0u64);
+    let floor_of = |file: &Path| {
+        each_line_of(file, &mut |l| {
+            serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok()
+        })
+    };
     for _ in 0..rounds {
-        for (part, n) in &parts {
+        for Piece {
+            whole: part,
+            halves,
+            lines: n,
+        } in &parts
+        {
             fed += n;
             let mut turn = |k: usize, run: (f64, u64)| {
                 secs[k] += run.0;
@@ -125,14 +137,7 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
             // The bare read: the lines, no parse. Every contender pays at least this.
             bare_lines += turn(0, time(|| each_line_of(part, &mut |_| true)));
             // The floor: every contender must at least scan the JSON.
-            turn(
-                1,
-                time(|| {
-                    each_line_of(part, &mut |l| {
-                        serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok()
-                    })
-                }),
-            );
+            turn(1, time(|| floor_of(part)));
             turn(
                 2,
                 time(|| {
@@ -143,14 +148,27 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
             );
             turn(3, engine(part, 1));
             turn(4, engine(part, 2));
+            // The floor on two cores, each parsing half the lines: what two cores of this
+            // machine give work that shares nothing, the ceiling of validate's two-core ratio.
+            turn(
+                5,
+                time(|| {
+                    std::thread::scope(|sc| {
+                        let other = sc.spawn(|| floor_of(&halves[1]));
+                        floor_of(&halves[0]) + other.join().unwrap()
+                    })
+                }),
+            );
         }
     }
     // The findings of the whole file, as one run of the CLI reports them.
     let findings = engine(file, 1).1;
     for p in &parts {
-        let _ = std::fs::remove_file(&p.0);
+        for f in std::iter::once(&p.whole).chain(&p.halves) {
+            let _ = std::fs::remove_file(f);
+        }
     }
-    let [bare, floor, value, one, two] = secs;
+    let [bare, floor, value, one, two, floor_two] = secs;
     // How many accepted lines the fast path answers (one session, as `--jobs 1`).
     let (mut accepted, mut fast) = (0u64, 0u64);
     let mut session = codex_wire::Session::new();
@@ -166,12 +184,13 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
     });
 
     let rate = |secs: f64, n: u64| n as f64 / secs;
-    let (b, f, v, o, t) = (
+    let (b, f, v, o, t, f2) = (
         rate(bare, bare_lines),
         rate(floor, fed),
         rate(value, fed),
         rate(one, fed),
         rate(two, fed),
+        rate(floor_two, fed),
     );
     let mbs = |r: f64| r * bytes as f64 / lines as f64 / 1e6;
     println!("| contender | lines/s | MB/s | ratio |");
@@ -189,6 +208,11 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
         "| serde_json parse into `Value`, 1 core | {v:.0} | {:.0} | {:.2} of floor |",
         mbs(v),
         v / f
+    );
+    println!(
+        "| floor, 2 cores (half the lines each) | {f2:.0} | {:.0} | {:.2}x floor |",
+        mbs(f2),
+        f2 / f
     );
     println!(
         "| validate, 1 core | {o:.0} | {:.0} | {:.2} of floor |",
@@ -220,6 +244,12 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
         ok(o / f >= 0.5),
         ok(t / o >= 1.8),
         ok(fast as f64 >= 0.98 * accepted as f64)
+    );
+    println!(
+        "two cores: validate {:.2}x its one core, the floor {:.2}x its one core ({:.0} % of the machine's two-core ceiling)",
+        t / o,
+        f2 / f,
+        100.0 * (t / o) / (f2 / f)
     );
 }
 
@@ -260,8 +290,8 @@ fn ok(b: bool) -> &'static str {
 
 /// The mix cut into pieces of `CODEX_WIRE_BENCH_PIECE` lines (default 100,000), each after the mix's first two lines (the
 /// session's opening, so every piece is checked as an initialized session's): paths and line
-/// counts.
-fn pieces(file: &Path) -> Vec<(std::path::PathBuf, u64)> {
+/// counts, and each piece's lines again in two halves (for the floor on two cores).
+fn pieces(file: &Path) -> Vec<Piece> {
     let text = std::fs::read(file).unwrap();
     let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
     let opening = &lines[..2.min(lines.len())];
@@ -271,18 +301,44 @@ fn pieces(file: &Path) -> Vec<(std::path::PathBuf, u64)> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000usize)
         .max(1);
+    let write = |path: PathBuf, lines: &mut dyn Iterator<Item = &&[u8]>| {
+        let mut w = BufWriter::new(File::create(&path).unwrap());
+        for l in lines {
+            w.write_all(l).unwrap();
+        }
+        w.flush().unwrap();
+        path
+    };
     rest.chunks(piece)
         .enumerate()
         .map(|(k, chunk)| {
-            let path = file.with_extension(format!("piece{k}.jsonl"));
-            let mut w = BufWriter::new(File::create(&path).unwrap());
-            for l in opening.iter().chain(chunk) {
-                w.write_all(l).unwrap();
+            let (a, b) = chunk.split_at(chunk.len() / 2);
+            Piece {
+                whole: write(
+                    file.with_extension(format!("piece{k}.jsonl")),
+                    &mut opening.iter().chain(chunk),
+                ),
+                halves: [
+                    write(
+                        file.with_extension(format!("piece{k}a.jsonl")),
+                        &mut opening.iter().chain(a),
+                    ),
+                    write(
+                        file.with_extension(format!("piece{k}b.jsonl")),
+                        &mut b.iter(),
+                    ),
+                ],
+                lines: (opening.len() + chunk.len()) as u64,
             }
-            w.flush().unwrap();
-            (path, (opening.len() + chunk.len()) as u64)
         })
         .collect()
+}
+
+/// One piece of a mix: its file, the same lines in two files, its line count.
+struct Piece {
+    whole: PathBuf,
+    halves: [PathBuf; 2],
+    lines: u64,
 }
 
 /// (seconds, result) of one run.
