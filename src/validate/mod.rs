@@ -5,8 +5,9 @@
 //! size. Plain client input is checked on all cores: a client session's verdicts depend on
 //! the connection state only through the first accepted `initialize` (server requests, the
 //! other state, only appear in transcripts), so each batch runs in a fresh
-//! [`Session`] primed with that line, and a batch that guessed the state wrong (it started
-//! before the `initialize` was known) is checked again in order. Output stays in input order.
+//! [`Session`] primed with that line. The first batch, where a capture initializes, is checked
+//! before the others start; a later batch that guessed the state wrong (it started before a
+//! late `initialize` was known) is checked again in order. Output stays in input order.
 
 pub mod glob;
 pub mod input;
