@@ -1,7 +1,7 @@
 //! `cargo bench --bench validate`: validate's throughput beside its floor (a serde_json parse of
 //! each line into `IgnoredAny`: every contender must at least scan the JSON), a parse into
-//! `Value`, the floor on two cores (two threads, half the lines each: the two-core ceiling of
-//! this machine for work that shares nothing), and (session mix) the `jsonschema` crate validating the same lines against
+//! `Value`, the floor on two cores (two threads, half the lines each: what two cores of this
+//! machine give work that shares nothing), and (session mix) the `jsonschema` crate validating the same lines against
 //! `ClientRequest.json`, on three generated mixes side by side: a client session, traffic over
 //! every method, and all-invalid lines; the share of accepted lines the fast path answers; then
 //! peak RSS of the release binary on a quarter of the all-method traffic and on all of it (it
@@ -149,7 +149,7 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
             turn(3, engine(part, 1));
             turn(4, engine(part, 2));
             // The floor on two cores, each parsing half the lines: what two cores of this
-            // machine give work that shares nothing, the ceiling of validate's two-core ratio.
+            // machine give work that shares nothing (on a shared host, less than 2x).
             turn(
                 5,
                 time(|| {
@@ -239,14 +239,20 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
         findings,
         100.0 * fast as f64 / accepted.max(1) as f64
     );
+    // The targets are for traffic with ~5 % invalid lines; all-invalid lines are
+    // measured against the floor, not held to them.
+    if name == "all-invalid" {
+        println!("targets: none for this mix (measured against the floor)");
+    } else {
+        println!(
+            "targets: 1 core >= 0.50 of floor: {}; 2 cores >= 1.8x 1 core: {}; fast path >= 98 % of accepted: {}",
+            ok(o / f >= 0.5),
+            ok(t / o >= 1.8),
+            ok(fast as f64 >= 0.98 * accepted as f64)
+        );
+    }
     println!(
-        "targets: 1 core >= 0.50 of floor: {}; 2 cores >= 1.8x 1 core: {}; fast path >= 98 % of accepted: {}",
-        ok(o / f >= 0.5),
-        ok(t / o >= 1.8),
-        ok(fast as f64 >= 0.98 * accepted as f64)
-    );
-    println!(
-        "two cores: validate {:.2}x its one core, the floor {:.2}x its one core ({:.0} % of the machine's two-core ceiling)",
+        "two cores: validate {:.2}x its one core, the floor {:.2}x its one core (validate's ratio is {:.0} % of the floor's)",
         t / o,
         f2 / f,
         100.0 * (t / o) / (f2 / f)
