@@ -429,11 +429,7 @@ fn raw_parallel<R: Read + Send>(
         return Ok(c.stats);
     }
     batcher.lazy = true;
-    let feed = Mutex::new(Feed {
-        first: None,
-        batcher,
-        err: None,
-    });
+    let feed = Mutex::new(Feed { batcher, err: None });
     // Room for a few batches a worker: it must rarely wait for this thread to take them.
     let (dtx, drx) = sync_channel::<Done>(jobs * 4);
     // The latest known state; workers guess from it, the collector corrects.
@@ -450,12 +446,7 @@ fn raw_parallel<R: Read + Send>(
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
-            match f
-                .first
-                .take()
-                .map(Ok)
-                .or_else(|| f.batcher.next_batch().transpose())?
-            {
+            match f.batcher.next_batch().transpose()? {
                 Ok(b) => b,
                 Err(e) => {
                     f.err = Some(e);
@@ -575,7 +566,6 @@ fn lines_left<R: Read>(mut batcher: Batcher<R>) -> io::Result<u64> {
 
 /// The batches still to check in [`raw_parallel`], shared by its workers.
 struct Feed<R> {
-    first: Option<Batch>,
     batcher: Batcher<R>,
     err: Option<io::Error>,
 }
