@@ -1,15 +1,14 @@
 //! `cargo bench --bench validate`: validate's throughput beside its floor (a serde_json parse of
 //! each line into `IgnoredAny`: every contender must at least scan the JSON), a parse into
 //! `Value`, the floor on two cores (two threads, half the lines each: what two cores of this
-//! machine give work that shares nothing), and (session mix) the `jsonschema` crate validating the same lines against
-//! `ClientRequest.json`, on three generated mixes side by side: a client session, traffic over
-//! every method, and all-invalid lines; the share of accepted lines the fast path answers; then
-//! peak RSS of the release binary on a quarter of the all-method traffic and on all of it (it
-//! must not grow with the file). `CODEX_WIRE_BENCH_LINES` sets the line count (default
-//! 1,000,000), `CODEX_WIRE_BENCH_ROUNDS` the rounds (default 1). The contenders
+//! machine give work that shares nothing), and (session mix) the `jsonschema` crate validating
+//! the same lines against `ClientRequest.json`, on three generated mixes side by side: a client
+//! session, traffic over every method, and all-invalid lines; the share of accepted lines the
+//! fast path answers; then peak RSS of the release binary on a quarter of the all-method traffic
+//! and on all of it (it must not grow with the file). `CODEX_WIRE_BENCH_LINES` sets the line
+//! count (default 1,000,000), `CODEX_WIRE_BENCH_ROUNDS` the rounds (default 1). The contenders
 //! take turns piece by piece (`CODEX_WIRE_BENCH_PIECE` lines after the session's opening,
-//! default 100,000), so that a noisy
-//! neighbour slows them alike.
+//! default 100,000), so that a noisy neighbour slows them alike.
 
 use codex_wire::validate::{self, report::OutFormat, Config};
 use std::fs::File;
