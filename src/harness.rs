@@ -21,11 +21,33 @@ pub struct Case {
     pub name: String,
     /// `scenario.json`: `{"turns": [{"steps": [...]}, ...]}` (the seed's format).
     pub scenario: Value,
-    /// One turn per text.
+    /// One turn per entry: a text, or a whole `input` array (any `UserInput` items).
     #[serde(default = "default_inputs")]
-    pub inputs: Vec<String>,
+    pub inputs: Vec<Input>,
+    /// `initialize` params (default: the harness's client, `experimentalApi: true`).
+    #[serde(default)]
+    pub initialize: Option<Value>,
+    /// Lines of `config.toml` placed before everything else (top-level keys: `service_tier`,
+    /// deprecated keys, …).
+    #[serde(default)]
+    pub config_extra: String,
+    /// Arguments after `app-server`, for either server (`-c key=value`, `--enable f`, …).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Directories created under the run's work dir before the server starts (for relative
+    /// `cwd` params).
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    /// Per-turn `turn/start` params, over `turn_params` (entry N for turn N).
+    #[serde(default)]
+    pub turn_params_each: Vec<serde_json::Map<String, Value>>,
+    /// How long any one wait may take, in seconds (default 60).
+    #[serde(default)]
+    pub wait_secs: Option<u64>,
     /// Answers to approval requests, in order (then `accept`): a decision's JSON, such as
-    /// `"decline"` or `{"acceptWithExecpolicyAmendment": {...}}`.
+    /// `"decline"` or `{"acceptWithExecpolicyAmendment": {...}}`; or `{"$error": {code,
+    /// message}}` (a JSON-RPC error reply), `{"$result": …}` (that result as it is) or `"$none"`
+    /// (no answer at all).
     #[serde(default)]
     pub decisions: Vec<Value>,
     /// Interrupt a turn once this notification arrives in it (`method` or `method:itemType`).
@@ -90,8 +112,25 @@ pub struct Case {
     pub replies: serde_json::Map<String, Value>,
 }
 
-fn default_inputs() -> Vec<String> {
-    vec!["hi".into()]
+/// A turn's input: `"text"` is `[{"type": "text", "text": "text"}]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Input {
+    Text(String),
+    Items(Vec<Value>),
+}
+
+impl Input {
+    fn items(&self) -> Value {
+        match self {
+            Input::Text(t) => json!([{"type": "text", "text": t}]),
+            Input::Items(v) => Value::Array(v.clone()),
+        }
+    }
+}
+
+fn default_inputs() -> Vec<Input> {
+    vec![Input::Text("hi".into())]
 }
 fn default_model() -> String {
     "gpt-5.5".into()
@@ -149,16 +188,29 @@ impl Layout {
 /// `CODEX_HOME/config.toml` for a case. The provider's `base_url` is set by `scripted`, which
 /// knows the model's port; the fake never connects.
 pub fn config_toml(case: &Case) -> String {
-    format!(
-        "model = {model:?}\nmodel_provider = {PROVIDER:?}\napproval_policy = {ap:?}\n\
-         sandbox_mode = {sm:?}\n\n[model_providers.{PROVIDER}]\nname = {PROVIDER:?}\n\
-         base_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\n\
-         request_max_retries = 0\nstream_max_retries = {sr}\n",
-        model = case.model,
-        ap = case.approval_policy,
-        sm = case.sandbox_mode,
-        sr = case.stream_retries,
-    ) + &features_toml(&case.features)
+    let mut extra = case.config_extra.clone();
+    if !extra.is_empty() && !extra.ends_with('\n') {
+        extra.push('\n');
+    }
+    // An empty approval policy or sandbox mode: not configured (codex's defaults).
+    let line = |k: &str, v: &str| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!("{k} = {v:?}\n")
+        }
+    };
+    extra
+        + &format!("model = {:?}\nmodel_provider = {PROVIDER:?}\n", case.model)
+        + &line("approval_policy", &case.approval_policy)
+        + &line("sandbox_mode", &case.sandbox_mode)
+        + &format!(
+            "\n[model_providers.{PROVIDER}]\nname = {PROVIDER:?}\n\
+             base_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = {sr}\n",
+            sr = case.stream_retries,
+        )
+        + &features_toml(&case.features)
 }
 
 fn features_toml(features: &[String]) -> String {
@@ -181,7 +233,7 @@ struct Peer {
 }
 
 impl Peer {
-    fn spawn(server: &Server, l: &Layout) -> Result<Peer, String> {
+    fn spawn(server: &Server, l: &Layout, args: &[String]) -> Result<Peer, String> {
         let mut cmd = match server {
             Server::Fake { bin, version } => {
                 let mut c = Command::new(bin);
@@ -189,7 +241,7 @@ impl Peer {
                 if let Some(v) = version {
                     c.arg("--codex-version").arg(v);
                 }
-                c.arg("app-server");
+                c.arg("app-server").args(args);
                 c
             }
             Server::Real { bin, codex } => {
@@ -199,7 +251,8 @@ impl Peer {
                     .arg(&l.state)
                     .arg("--")
                     .arg(codex)
-                    .arg("app-server");
+                    .arg("app-server")
+                    .args(args);
                 c
             }
         };
@@ -301,7 +354,7 @@ struct Client<'a> {
     thread: Option<String>,
 }
 
-/// How long any one wait may take before the run is declared stuck.
+/// How long any one wait may take before the run is declared stuck (unless the case says).
 const WAIT: Duration = Duration::from_secs(60);
 /// Late notifications are collected this long after the last turn.
 const GRACE: Duration = Duration::from_millis(500);
@@ -314,7 +367,8 @@ impl Client<'_> {
         p: &mut Peer,
         done: &mut dyn FnMut(&Value) -> bool,
     ) -> Result<Value, String> {
-        let deadline = Instant::now() + WAIT;
+        let wait = self.case.wait_secs.map_or(WAIT, Duration::from_secs);
+        let deadline = Instant::now() + wait;
         let mut turn: Option<String> = None;
         let (mut interrupted, mut steered) = (false, false);
         loop {
@@ -324,16 +378,20 @@ impl Client<'_> {
                     .map_err(|_| "the server went quiet".to_string())?;
             let method = msg["method"].as_str().unwrap_or_default().to_string();
             if msg.get("id").is_some() && !method.is_empty() {
-                let result = if method.ends_with("requestApproval") {
+                let answer = if method.ends_with("requestApproval") {
                     let d = self
                         .decisions
                         .pop_front()
                         .unwrap_or_else(|| json!("accept"));
-                    json!({"decision": d})
+                    answer_to(&msg["id"], &d)
                 } else {
-                    self.case.replies.get(&method).cloned().unwrap_or(json!({}))
+                    Some(json!({"id": msg["id"],
+                                "result": self.case.replies.get(&method).cloned()
+                                    .unwrap_or(json!({}))}))
                 };
-                p.send(&json!({"id": msg["id"], "result": result}))?;
+                if let Some(a) = answer {
+                    p.send(&a)?;
+                }
             }
             if method == "turn/started" {
                 turn = msg["params"]["turn"]["id"].as_str().map(str::to_string);
@@ -370,14 +428,63 @@ impl Client<'_> {
     }
 
     fn initialize(&mut self, p: &mut Peer) -> Result<(), String> {
-        let id = p.request(
-            "initialize",
+        let params = self.case.initialize.clone().unwrap_or_else(|| {
             json!({"clientInfo": {"name": "codex-wire-harness", "title": null, "version": "1"},
-                   "capabilities": {"experimentalApi": true}}),
-        )?;
+                   "capabilities": {"experimentalApi": true}})
+        });
+        let id = p.request("initialize", params)?;
         self.response(p, id)?;
         p.send(&json!({"method": "initialized"}))
     }
+}
+
+/// The client's answer to an approval request: `{"decision": d}`, or what a `$` form asks for
+/// (see [`Case::decisions`]); `None`: no answer.
+fn answer_to(id: &Value, d: &Value) -> Option<Value> {
+    if d == "$none" {
+        return None;
+    }
+    if let Some(e) = d.get("$error") {
+        return Some(json!({"id": id, "error": e}));
+    }
+    if let Some(r) = d.get("$result") {
+        return Some(json!({"id": id, "result": r}));
+    }
+    Some(json!({"id": id, "result": {"decision": d}}))
+}
+
+/// Fills the placeholders of params the case gives: `${work}` (at the start of a string) is
+/// the run's work dir, `${root}` its root; an object member whose value is `${absent}` is left
+/// out.
+fn place(v: &mut Value, l: &Layout) {
+    match v {
+        Value::String(s) => {
+            for (k, dir) in [("${work}", &l.work), ("${root}", &l.root)] {
+                if let Some(rest) = s.strip_prefix(k) {
+                    *s = format!("{}{rest}", dir.display());
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| place(x, l)),
+        Value::Object(o) => {
+            o.retain(|_, x| x != "${absent}");
+            o.values_mut().for_each(|x| place(x, l));
+        }
+        _ => {}
+    }
+}
+
+/// `base` with `over`'s members, placeholders filled.
+fn params(
+    base: serde_json::Map<String, Value>,
+    over: &serde_json::Map<String, Value>,
+    l: &Layout,
+) -> Value {
+    let mut m = base;
+    m.extend(over.clone());
+    let mut v = Value::Object(m);
+    place(&mut v, l);
+    v
 }
 
 /// Fills an `after` request's placeholders: the string `${thread}` is the thread's id,
@@ -406,12 +513,28 @@ fn matches_trigger(trigger: &str, msg: &Value) -> bool {
 
 /// Runs `case` against `server` under `root` (created fresh); returns the transcript's path.
 pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String> {
+    let (path, error) = run_outcome(case, server, root)?;
+    error.map_or(Ok(path), Err)
+}
+
+/// Runs `case` against `server` under `root` (created fresh). The transcript's path, and how
+/// the client's part failed if it did (the server went quiet, a request was refused): the
+/// transcript then holds what happened up to there, which is comparable too. `Err`: the run
+/// could not be set up.
+pub fn run_outcome(
+    case: &Case,
+    server: &Server,
+    root: &Path,
+) -> Result<(PathBuf, Option<String>), String> {
     let _ = std::fs::remove_dir_all(root);
     for p in &case.cleanup {
         let _ = std::fs::remove_file(p);
     }
     let l = Layout::new(root).map_err(|e| format!("{}: {e}", root.display()))?;
     let io = |e: std::io::Error| e.to_string();
+    for d in &case.dirs {
+        std::fs::create_dir_all(l.work.join(d)).map_err(io)?;
+    }
     std::fs::write(l.state.join("scenario.json"), case.scenario.to_string()).map_err(io)?;
     std::fs::write(l.codex_home.join("config.toml"), config_toml(case)).map_err(io)?;
     let mut c = Client {
@@ -419,13 +542,12 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
         decisions: case.decisions.iter().cloned().collect(),
         thread: None,
     };
-    let mut p = Peer::spawn(server, &l)?;
+    let mut p = Peer::spawn(server, &l, &case.args)?;
     let result = (|| -> Result<(), String> {
         c.initialize(&mut p)?;
-        let mut params = serde_json::Map::new();
-        params.insert("cwd".into(), json!(l.work));
-        params.extend(case.thread_params.clone());
-        let id = p.request("thread/start", Value::Object(params))?;
+        let mut base = serde_json::Map::new();
+        base.insert("cwd".into(), json!(l.work));
+        let id = p.request("thread/start", params(base, &case.thread_params, &l))?;
         let r = c.response(&mut p, id)?;
         c.thread = r["result"]["thread"]["id"].as_str().map(str::to_string);
         let thread = c
@@ -449,34 +571,40 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
                 m["method"] == "turn/completed" && !active
             })?;
         }
-        for (n, text) in case.inputs.iter().enumerate() {
+        for (n, input) in case.inputs.iter().enumerate() {
             if case.restart_before_turn == Some(n) {
                 std::thread::sleep(GRACE);
-                std::mem::replace(&mut p, Peer::spawn(server, &l)?).close();
+                std::mem::replace(&mut p, Peer::spawn(server, &l, &case.args)?).close();
                 c.initialize(&mut p)?;
-                let mut params = serde_json::Map::new();
-                params.insert("threadId".into(), json!(thread));
-                params.insert("excludeTurns".into(), json!(true));
-                params.extend(case.resume_params.clone());
-                let id = p.request("thread/resume", Value::Object(params))?;
+                let mut base = serde_json::Map::new();
+                base.insert("threadId".into(), json!(thread));
+                base.insert("excludeTurns".into(), json!(true));
+                let id = p.request("thread/resume", params(base, &case.resume_params, &l))?;
                 c.response(&mut p, id)?;
             }
-            let mut params = serde_json::Map::new();
-            params.insert("threadId".into(), json!(thread));
-            params.insert("input".into(), json!([{"type": "text", "text": text}]));
-            params.extend(case.turn_params.clone());
-            p.request("turn/start", Value::Object(params))?;
+            let mut base = serde_json::Map::new();
+            base.insert("threadId".into(), json!(thread));
+            base.insert("input".into(), input.items());
+            base.extend(case.turn_params.clone());
+            let each = case.turn_params_each.get(n).cloned().unwrap_or_default();
+            let tid = p.request("turn/start", params(base, &each, &l))?;
             let kill_on = case.kill_on.as_deref().filter(|_| n == case.kill_in_turn);
             let end = c.pump(&mut p, &mut |m| {
-                m["method"] == "turn/completed" || kill_on.is_some_and(|k| matches_trigger(k, m))
+                m["method"] == "turn/completed"
+                    || kill_on.is_some_and(|k| matches_trigger(k, m))
+                    // A refused turn/start: no turn to wait for.
+                    || (m["id"] == json!(tid) && m.get("error").is_some())
             })?;
+            if end.get("error").is_some() {
+                continue;
+            }
             if end["method"] != "turn/completed" {
                 // The real server persists some state (the thread's read state) from background
                 // tasks a moment after the trigger: a crash in that moment loses it or not, by
                 // timing. Crashing a little later makes the run repeatable.
                 std::thread::sleep(Duration::from_millis(300));
                 p.crash(server, &l);
-                p = Peer::spawn(server, &l)?;
+                p = Peer::spawn(server, &l, &case.args)?;
                 c.initialize(&mut p)?;
                 let id = p.request("thread/resume", json!({"threadId": thread}))?;
                 c.response(&mut p, id)?;
@@ -486,6 +614,7 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
         for req in &case.after {
             let mut params = req["params"].clone();
             substitute(&mut params, &thread, &last["result"]);
+            place(&mut params, &l);
             let method = req["method"]
                 .as_str()
                 .ok_or("an `after` request without a method")?;
@@ -506,7 +635,7 @@ pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String>
         Ok(())
     })();
     p.close();
-    result.map(|()| l.transcript())
+    Ok((l.transcript(), result.err()))
 }
 
 /// The real codex binary of the newest supported version for tests and examples:

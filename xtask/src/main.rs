@@ -15,6 +15,8 @@
 //! - `test`: install every supported binary, run every test, then the live differentials.
 //! - `turns [--record] [NAME…]`: run the turn corpus against the real server (scripted model)
 //!   and the fake; `--record` keeps the real transcripts in `tests/corpus/V/turns/`.
+//! - `fidelity [--seed S] [--sessions N] [--version V] [--keep] …`: generated client sessions
+//!   run against the real server (scripted model) and the fake, differences classed and shrunk.
 //! - `schema [--version V | --codex PATH] [--check]`: add or regenerate (or verify) `schema/V/`
 //!   from the real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`,
 //!   PROVENANCE.md. `schema --diff A B`: the protocol changelog between two versions.
@@ -23,6 +25,7 @@ mod changelog;
 mod codex_bin;
 mod conformance;
 mod exactness;
+mod fidelity;
 mod gen;
 mod oracle;
 mod probe;
@@ -45,6 +48,7 @@ const USAGE: &str =
   exactness [--write|--check]  README's exactness tables from every version's corpora
   wheel [--debug]          the pip wheel (binary + pytest plugin) into target/wheels/
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
+  fidelity [--seed S] [--sessions N] [--version V] [--keep]  generated sessions: real vs fake
   test [cargo test args]   install every supported codex, run all tests and the live differentials";
 
 fn main() {
@@ -60,6 +64,7 @@ fn main() {
         Some("sessions") => sessions::main(rest),
         Some("exactness") => exactness::main(rest),
         Some("wheel") => wheel::main(rest),
+        Some("fidelity") => fidelity::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

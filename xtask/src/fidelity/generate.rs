@@ -1,0 +1,663 @@
+//! The session generator: seeded, one `harness::Case` per session, drawn from the dimensions a
+//! client varies (see the module doc of `fidelity`). Every value comes from the version's schema
+//! (enum variants, object variants, shapes) or from a small per-field domain where the schema
+//! only says "string" (paths, model slugs, commands).
+
+use crate::gen::{Node, Schema, Shape};
+use codex_wire::harness::{Case, Input};
+use serde_json::{json, Map, Value};
+
+/// xorshift64*, seeded: the same seed gives the same sessions.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        // splitmix64 of the seed, so that neighbouring seeds start far apart
+        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Rng((z ^ (z >> 31)).max(1))
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+    /// True with probability `pct` %.
+    pub fn pct(&mut self, pct: u32) -> bool {
+        self.below(100) < pct as usize
+    }
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+    /// A value from `(weight, value)` pairs.
+    pub fn weighted<T: Clone>(&mut self, xs: &[(u32, T)]) -> T {
+        let total: u32 = xs.iter().map(|(w, _)| w).sum();
+        let mut r = self.below(total as usize) as u32;
+        for (w, x) in xs {
+            if r < *w {
+                return x.clone();
+            }
+            r -= w;
+        }
+        xs[xs.len() - 1].1.clone()
+    }
+}
+
+/// Model slugs a client names: the harness's default, others codex knows, one it does not.
+pub const MODELS: &[&str] = &[
+    "gpt-5.5",
+    "gpt-5.4",
+    "gpt-5.4-mini",
+    "gpt-5.3-codex",
+    "gpt-5.2",
+    "my-local-model",
+];
+
+/// Texts the model says: plain, empty, unicode, escapes, long, markdown.
+fn text(rng: &mut Rng) -> String {
+    rng.weighted(&[
+        (30, "Done.".to_string()),
+        (8, String::new()),
+        (10, "héllo wörld — ✓ 🎉 日本語".to_string()),
+        (
+            10,
+            "line one\nline two\t\"quoted\" \\back\\slash \u{7} end".to_string(),
+        ),
+        (6, "word ".repeat(400).trim_end().to_string()),
+        (
+            10,
+            "# Title\n\n- a\n- `code`\n\n```sh\necho hi\n```\n".to_string(),
+        ),
+        (8, "It's <b>bold</b> & {\"json\": [1, 2]}".to_string()),
+        (6, " leading and trailing spaces ".to_string()),
+    ])
+}
+
+/// Shell commands the model asks to run: harmless, but every quoting and output shape.
+const COMMANDS: &[&str] = &[
+    "echo hi",
+    "printf 'a b\\n'",
+    "echo \"home is $HOME\"",
+    "echo 'single quoted'",
+    "python3 -c 'print(1+1)'",
+    "python3 -c \"print('x')\"",
+    "ls",
+    "pwd",
+    "false",
+    "exit 3",
+    "echo err >&2",
+    "echo out; echo err >&2; exit 2",
+    "echo a; sleep 0.3; echo b",
+    "cat missing-file.txt",
+    "echo $((1+2))",
+    "echo héllo ✓",
+    "echo 'it'\"'\"'s'",
+    "true && echo ok | tr a-z A-Z",
+    "seq 1 200",
+    "cat README.md",
+    "ls -la",
+    "grep -r hello .",
+    "echo a\\\\b",
+    "",
+];
+
+/// Server notification methods a client may opt out of (from the schema).
+fn notification_methods(s: &Schema) -> Vec<String> {
+    s.root
+        .pointer("/definitions/ServerNotification/oneOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| {
+            v.pointer("/properties/method/enum/0")
+                .and_then(Value::as_str)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+pub struct Generator<'a> {
+    pub rng: Rng,
+    schema: &'a Schema,
+    notifications: Vec<String>,
+}
+
+/// What a turn's script asked of the client and config (so the session can enable it).
+#[derive(Default)]
+struct Needs {
+    approvals: usize,
+    dynamic_tool: bool,
+    user_input: bool,
+    permissions: bool,
+    stream_drop: bool,
+    http_error: bool,
+}
+
+impl<'a> Generator<'a> {
+    pub fn new(schema: &'a Schema, seed: u64) -> Self {
+        Generator {
+            rng: Rng::new(seed),
+            schema,
+            notifications: notification_methods(schema),
+        }
+    }
+
+    /// The params schema of a client method, by name.
+    fn params_props(&self, method: &str) -> Vec<(String, Node)> {
+        let Some(m) = self.schema.methods().into_iter().find(|m| m.name == method) else {
+            return Vec::new();
+        };
+        let Some(p) = m.params else {
+            return Vec::new();
+        };
+        let node = self.schema.node(&p, &m.params_ptr);
+        match node.shape {
+            Shape::Object(o) => o
+                .props
+                .iter()
+                .map(|(k, v)| {
+                    let ptr = format!("{}/properties/{k}", node.ptr);
+                    (k.clone(), self.schema.node(v, &ptr))
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Values of a type as the schema gives them: every enum variant, each object variant's
+    /// minimal instance, both booleans, an empty and a one-element list.
+    fn values_of(&self, n: &Node, name: &str) -> Vec<Value> {
+        match &n.shape {
+            Shape::Nullable(inner) => self.values_of(inner, name),
+            Shape::StrEnum(v) => v.iter().map(|s| json!(s)).collect(),
+            Shape::External(strs, objs) => strs
+                .iter()
+                .map(|s| json!(s))
+                .chain(objs.iter().map(|(k, v)| {
+                    let mut m = Map::new();
+                    m.insert(k.clone(), self.schema.minimal(v, k, 1));
+                    Value::Object(m)
+                }))
+                .collect(),
+            Shape::Tagged(_, vs) => vs
+                .iter()
+                .map(|(_, v)| self.schema.minimal(v, name, 1))
+                .collect(),
+            Shape::Untagged(vs) => vs.iter().map(|v| self.schema.minimal(v, name, 1)).collect(),
+            Shape::Bool => vec![json!(true), json!(false)],
+            Shape::Array(item) => vec![json!([]), json!([self.schema.minimal(item, name, 1)])],
+            _ => vec![self.schema.minimal(n, name, 1)],
+        }
+    }
+
+    /// A field's candidate values: the per-field domain where the schema only says "string"
+    /// (or the value must be harmless), else the schema's.
+    fn domain(&self, method: &str, field: &str, n: &Node) -> Vec<Value> {
+        let d = match field {
+            "cwd" => json!([
+                "${work}",
+                ".",
+                "sub",
+                "./sub",
+                "${work}/",
+                "${work}/sub",
+                "sub/"
+            ]),
+            "model" => json!(MODELS),
+            "modelProvider" => json!(["scripted"]),
+            "serviceTier" => json!(["fast", "flex", "default", "priority"]),
+            "serviceTierForTurn" => json!(["fast", "default"]),
+            "baseInstructions" | "developerInstructions" => {
+                json!(["You are terse.", "", "Ünïcode \"instructions\""])
+            }
+            "config" => json!([{}, {"model_reasoning_effort": "high"},
+                               {"sandbox_mode": "danger-full-access"},
+                               {"approval_policy": "never"}, {"service_tier": "fast"}]),
+            "environments" => json!([[], [{"environmentId": "local", "cwd": "${work}"}]]),
+            "runtimeWorkspaceRoots" => json!([[], ["${work}"], ["${work}/sub"]]),
+            "permissions" => json!([":read-only", ":workspace", ":danger-no-sandbox", "custom"]),
+            "projectId" => json!(["proj-1"]),
+            "threadSource" => json!(["cli", "vscode", "app"]),
+            "serviceName" => json!(["svc"]),
+            "mockExperimentalField" => json!(["x"]),
+            "clientUserMessageId" => json!(["client-msg-1"]),
+            "effort" => json!(["minimal", "low", "medium", "high", "xhigh", "none"]),
+            "outputSchema" => json!([{"type": "object", "properties": {"a": {"type": "string"}},
+                                      "required": ["a"], "additionalProperties": false}]),
+            "responsesapiClientMetadata" | "responsesapiClientMetadataPatch" => {
+                json!([{}, {"k": "v"}])
+            }
+            "turnTrigger" => json!(["user", "automation"]),
+            "collaborationMode" => json!([
+                {"mode": "plan", "settings": {"model": "gpt-5.5", "reasoning_effort": null,
+                                              "developer_instructions": null}},
+                {"mode": "default", "settings": {"model": "gpt-5.5", "reasoning_effort": "low",
+                                                 "developer_instructions": "Be brief."}}
+            ]),
+            "dynamicTools" => json!([[{"type": "function", "name": "lookup",
+                                       "description": "Looks a thing up",
+                                       "inputSchema": {"type": "object", "properties": {}}}]]),
+            // Ids of other turns are not known to a generated session.
+            "parentTurnId" | "rootTurnId" | "beforeTurnId" | "lastTurnId" => json!([]),
+            // Reaching out, or for Codex Cloud only.
+            "history"
+            | "path"
+            | "experimentalPredictionMode"
+            | "experimentalDisablePredictionMcp" => json!([]),
+            _ => Value::Null,
+        };
+        let _ = method;
+        match d {
+            Value::Array(v) => v,
+            _ => self.values_of(n, field),
+        }
+    }
+
+    /// Params of `method` over `base`: each optional field absent (mostly), `null`, or a value
+    /// of its domain.
+    fn params(&mut self, method: &str, skip: &[&str], pct: u32) -> Map<String, Value> {
+        let mut out = Map::new();
+        for (field, node) in self.params_props(method) {
+            if skip.contains(&field.as_str()) || !self.rng.pct(pct) {
+                continue;
+            }
+            let dom = self.domain(method, &field, &node);
+            let nullable = matches!(node.shape, Shape::Nullable(_));
+            if dom.is_empty() || (nullable && self.rng.pct(20)) {
+                if nullable {
+                    out.insert(field, Value::Null);
+                }
+                continue;
+            }
+            let v = self.rng.pick(&dom).clone();
+            out.insert(field, v);
+        }
+        out
+    }
+
+    fn step(&mut self, needs: &mut Needs, last: bool) -> Value {
+        let kind = self.rng.weighted(&[
+            (30, "message"),
+            (10, "reasoning"),
+            (20, "command"),
+            (6, "file_change"),
+            (3, "fail"),
+            (3, "message_partial"),
+            (3, "error_note"),
+            (4, "http_error"),
+            (3, "tool_call"),
+            (2, "user_input"),
+            (2, "permissions"),
+            (1, "sleep"),
+        ]);
+        match kind {
+            "message" => {
+                let mut s = json!({"kind": "message", "text": text(&mut self.rng)});
+                if self.rng.pct(40) {
+                    s["chunks"] = json!(1 + self.rng.below(4));
+                }
+                if self.rng.pct(15) {
+                    s["phase"] = json!(self.rng.pick(&["commentary", "final_answer"]));
+                }
+                s
+            }
+            "reasoning" => {
+                let parts = |g: &mut Self| -> Value {
+                    let n = g.rng.below(3);
+                    json!((0..n).map(|_| text(&mut g.rng)).collect::<Vec<_>>())
+                };
+                json!({"kind": "reasoning", "summary": parts(self), "content": parts(self)})
+            }
+            "command" => {
+                let mut s = json!({"kind": "command", "command": self.rng.pick(COMMANDS)});
+                let approval = self.rng.pct(60);
+                s["approval"] = json!(approval);
+                if approval {
+                    needs.approvals += 1;
+                    if self.rng.pct(60) {
+                        s["reason"] = json!(self.rng.pick(&["need to run it", "héllo ✓"]));
+                    }
+                }
+                if self.rng.pct(10) {
+                    s["cwd"] = json!(self.rng.pick(&["sub", "."]));
+                }
+                s
+            }
+            "file_change" => {
+                let path = *self.rng.pick(&["notes.txt", "sub/new.md", "README.md"]);
+                json!({"kind": "file_change", "path": path, "content": text(&mut self.rng) + "\n"})
+            }
+            "fail" => {
+                let code = *self.rng.pick(&[
+                    "server_error",
+                    "context_length_exceeded",
+                    "insufficient_quota",
+                    "rate_limit_exceeded",
+                    "server_is_overloaded",
+                    "invalid_prompt",
+                ]);
+                json!({"kind": "fail", "code": code, "message": "boom"})
+            }
+            "message_partial" => {
+                needs.stream_drop = true;
+                json!({"kind": "message_partial", "text": "Partial"})
+            }
+            "error_note" => {
+                needs.stream_drop = true;
+                json!({"kind": "error_note", "message": "net"})
+            }
+            "http_error" => {
+                needs.http_error = true;
+                let (status, body) = self.rng.weighted(&[
+                    (4, (500, "")),
+                    (2, (502, "bad gateway")),
+                    (2, (503, "")),
+                    (2, (429, r#"{"error":{"type":"rate_limit_exceeded","message":"slow down"}}"#)),
+                    (
+                        2,
+                        (
+                            429,
+                            r#"{"error":{"type":"usage_limit_reached","message":"limit","plan_type":"plus","resets_in_seconds":60}}"#,
+                        ),
+                    ),
+                    (2, (400, r#"{"error":{"message":"bad request","type":"invalid_request_error"}}"#)),
+                    (1, (401, "")),
+                    (1, (403, "forbidden")),
+                    (1, (404, "")),
+                ]);
+                json!({"kind": "http_error", "status": status, "body": body})
+            }
+            "tool_call" => {
+                needs.dynamic_tool = true;
+                let tool = *self.rng.pick(&["lookup", "lookup", "unknown_tool"]);
+                json!({"kind": "tool_call", "tool": tool, "arguments": {"q": "x"}})
+            }
+            "user_input" => {
+                needs.user_input = true;
+                json!({"kind": "user_input"})
+            }
+            "permissions" => {
+                needs.permissions = true;
+                json!({"kind": "permissions", "reason": "need network"})
+            }
+            _ => json!({"kind": "sleep", "seconds": if last { 0.0 } else { 0.2 }}),
+        }
+    }
+
+    fn turn(&mut self, needs: &mut Needs) -> Value {
+        let n = self.rng.weighted(&[(25, 1), (35, 2), (25, 3), (15, 4)]);
+        let mut steps = Vec::new();
+        for i in 0..n {
+            if self.rng.pct(25) {
+                steps.push(json!({"kind": "usage", "input": 100 + self.rng.below(900),
+                    "cached": self.rng.below(50), "output": 1 + self.rng.below(99),
+                    "reasoning": self.rng.below(20)}));
+            }
+            steps.push(self.step(needs, i + 1 == n));
+        }
+        json!({"steps": steps})
+    }
+
+    fn decision(&mut self) -> Value {
+        self.rng.weighted(&[
+            (40, json!("accept")),
+            (15, json!("decline")),
+            (8, json!("cancel")),
+            (10, json!("acceptForSession")),
+            (
+                7,
+                json!({"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["echo"]}}),
+            ),
+            (
+                8,
+                json!({"$error": {"code": -32000, "message": "client refused"}}),
+            ),
+            (3, json!({"$result": {"decision": "bogus"}})),
+            (3, json!({"$result": {}})),
+            (6, json!("$none")),
+        ])
+    }
+
+    /// Session number `n`.
+    pub fn session(&mut self, name: &str) -> Case {
+        let mut needs = Needs::default();
+        let turns = self.rng.weighted(&[(60, 1), (30, 2), (10, 3)]);
+        let scripts: Vec<Value> = (0..turns).map(|_| self.turn(&mut needs)).collect();
+        let mut case: Case = serde_json::from_value(json!({
+            "name": name, "scenario": {"turns": scripts}, "wait_secs": 30,
+        }))
+        .expect("a minimal case");
+        case.inputs = (0..turns)
+            .map(|_| {
+                if self.rng.pct(90) {
+                    Input::Text(
+                        self.rng
+                            .pick(&["hi", "Run it.", "héllo ✓", "", "multi\nline"])
+                            .to_string(),
+                    )
+                } else {
+                    Input::Items(vec![json!({"type": "text", "text": "with elements",
+                               "text_elements": [{"byteRange": {"start": 0, "end": 4},
+                                                  "placeholder": null}]})])
+                }
+            })
+            .collect();
+        // config.toml and -c: approval policy × sandbox mode, model, retries, features.
+        case.approval_policy = self
+            .rng
+            .weighted(&[
+                (40, "on-request"),
+                (20, "never"),
+                (15, "untrusted"),
+                (10, "on-failure"),
+                (15, ""),
+            ])
+            .to_string();
+        case.sandbox_mode = self
+            .rng
+            .weighted(&[
+                (35, "workspace-write"),
+                (25, "read-only"),
+                (25, "danger-full-access"),
+                (15, ""),
+            ])
+            .to_string();
+        let other = self.rng_model();
+        case.model = self
+            .rng
+            .weighted(&[(80, MODELS[0]), (15, other), (5, "my-local-model")])
+            .to_string();
+        if needs.stream_drop {
+            case.stream_retries = self.rng.weighted(&[(50, 0), (30, 1), (20, 2)]);
+        }
+        if needs.http_error && self.rng.pct(50) {
+            let n = self.rng.weighted(&[(50, 1), (50, 2)]);
+            case.args.extend([
+                "-c".into(),
+                format!("model_providers.scripted.request_max_retries={n}"),
+            ]);
+        }
+        if needs.user_input && self.rng.pct(60) {
+            case.features.push("default_mode_request_user_input".into());
+        }
+        if needs.permissions && self.rng.pct(60) {
+            case.features.push("request_permissions_tool".into());
+        }
+        if self.rng.pct(5) {
+            case.config_extra.push_str(&format!(
+                "service_tier = {:?}\n",
+                self.rng.pick(&["fast", "flex"])
+            ));
+        }
+        if self.rng.pct(5) {
+            case.config_extra.push_str(&format!(
+                "model_reasoning_effort = {:?}\n",
+                self.rng.pick(&["low", "high"])
+            ));
+        }
+        if self.rng.pct(5) {
+            let line = *self.rng.pick(&[
+                "experimental_use_exec_command_tool = true\n",
+                "experimental_instructions_file = \"instr.md\"\n",
+            ]);
+            case.config_extra.push_str(line);
+        }
+        if self.rng.pct(8) {
+            let (k, v) = *self.rng.pick(&[
+                ("approval_policy", "\"never\""),
+                ("approval_policy", "\"on-request\""),
+                ("sandbox_mode", "\"danger-full-access\""),
+                ("sandbox_mode", "\"workspace-write\""),
+                ("model", "\"gpt-5.4\""),
+            ]);
+            case.args.extend(["-c".into(), format!("{k}={v}")]);
+        }
+        // The client: initialize, thread/start, turn/start params.
+        if self.rng.pct(30) {
+            case.initialize = Some(self.initialize());
+        }
+        let experimental = case
+            .initialize
+            .as_ref()
+            .is_none_or(|i| i["capabilities"]["experimentalApi"] == true);
+        let pct = if experimental { 7 } else { 4 };
+        case.thread_params = self.params("thread/start", &[], pct);
+        if needs.dynamic_tool && self.rng.pct(70) {
+            case.thread_params.insert(
+                "dynamicTools".into(),
+                json!([{"type": "function", "name": "lookup", "description": "Looks a thing up",
+                        "inputSchema": {"type": "object", "properties": {}}}]),
+            );
+            case.replies.insert(
+                "item/tool/call".into(),
+                self.rng.weighted(&[
+                    (
+                        3,
+                        json!({"contentItems": [{"type": "inputText", "text": "found"}],
+                                   "success": true}),
+                    ),
+                    (1, json!({"contentItems": [], "success": false})),
+                ]),
+            );
+        }
+        let uses = |c: &Case, v: &str| {
+            c.thread_params
+                .values()
+                .any(|x| x.as_str().is_some_and(|s| s.contains(v)))
+        };
+        let turn_params = self.params("turn/start", &["threadId", "input"], pct / 2);
+        if self.rng.pct(60) {
+            case.turn_params = turn_params;
+        } else if !turn_params.is_empty() {
+            // Settings on one turn only (a later turn repeats or leaves them).
+            let at = self.rng.below(turns);
+            case.turn_params_each = vec![Map::new(); at + 1];
+            case.turn_params_each[at] = turn_params;
+        }
+        if uses(&case, "sub") || case.turn_params.values().any(|x| x == "sub") {
+            case.dirs.push("sub".into());
+        }
+        if self.rng.pct(50) {
+            case.dirs.push("sub".into());
+        }
+        case.dirs.dedup();
+        // The client's answers and turn controls.
+        case.decisions = (0..needs.approvals).map(|_| self.decision()).collect();
+        if case.decisions.iter().any(|d| d == "$none") {
+            case.interrupt_on = Some("item/commandExecution/requestApproval".into());
+        } else if self.rng.pct(5) {
+            case.interrupt_on = Some(
+                self.rng
+                    .pick(&["item/started:commandExecution", "item/agentMessage/delta"])
+                    .to_string(),
+            );
+        }
+        if turns >= 2 && self.rng.pct(15) {
+            case.restart_before_turn = Some(1 + self.rng.below(turns - 1));
+            case.resume_params = self.params("thread/resume", &["threadId", "history", "path"], 8);
+        }
+        if self.rng.pct(10) {
+            case.after.push(self.rng.weighted(&[
+                (
+                    3,
+                    json!({"method": "thread/read", "params": {"threadId": "${thread}",
+                                                                "includeTurns": true}}),
+                ),
+                (
+                    2,
+                    json!({"method": "thread/turns/list", "params": {"threadId": "${thread}"}}),
+                ),
+                (
+                    2,
+                    json!({"method": "thread/fork", "params": {"threadId": "${thread}"}}),
+                ),
+                (1, json!({"method": "thread/list", "params": {}})),
+            ]));
+        }
+        case
+    }
+
+    fn rng_model(&mut self) -> &'static str {
+        self.rng.pick(&MODELS[1..MODELS.len() - 1])
+    }
+
+    fn initialize(&mut self) -> Value {
+        let name = *self
+            .rng
+            .pick(&["codex-wire-harness", "vscode", "my_client", "Zed"]);
+        let mut caps = Map::new();
+        match self.rng.below(3) {
+            0 => {
+                caps.insert("experimentalApi".into(), json!(true));
+            }
+            1 => {
+                caps.insert("experimentalApi".into(), json!(false));
+            }
+            _ => {}
+        }
+        if self.rng.pct(50) {
+            let n = self.rng.below(3);
+            let methods: Vec<Value> = (0..n)
+                .map(|_| {
+                    let common = [
+                        "thread/started",
+                        "thread/status/changed",
+                        "item/agentMessage/delta",
+                        "thread/tokenUsage/updated",
+                        "account/rateLimits/updated",
+                        "thread/readState/changed",
+                        "configWarning",
+                        "remoteControl/status/changed",
+                        "item/started",
+                    ];
+                    if self.rng.pct(70) {
+                        json!(self.rng.pick(&common))
+                    } else {
+                        json!(self.rng.pick(&self.notifications).clone())
+                    }
+                })
+                .collect();
+            caps.insert("optOutNotificationMethods".into(), Value::Array(methods));
+        }
+        let capabilities = if caps.is_empty() && self.rng.pct(50) {
+            Value::Null
+        } else {
+            Value::Object(caps)
+        };
+        json!({"clientInfo": {"name": name,
+                              "title": self.rng.pick(&[json!(null), json!("A Client")]),
+                              "version": self.rng.pick(&["1", "0.1.0-beta"])},
+               "capabilities": capabilities})
+    }
+}

@@ -1,0 +1,571 @@
+//! `cargo xtask fidelity`: generated client sessions, each run against the real binary (behind
+//! the scripted model, `codex-wire scripted`) and against the fake, compared under the one
+//! masking rule (`codex_wire::diff`). A session that differs is run on the real server a second
+//! time: when the real server differs from itself the difference is its own race, else it is the
+//! fake's. Each difference gets a class (where the two transcripts part: the message and the
+//! path), and the first session of each class is shrunk to a minimal session that still shows
+//! it, ready to be kept as a corpus case (`--keep`).
+//!
+//! The generator's dimensions (`generate.rs`): `initialize` (experimentalApi on, off, absent;
+//! notification opt-outs; client names), config.toml and `-c` (approval policy × sandbox mode,
+//! known and unknown models, stream and request retries, features, service tier, reasoning
+//! effort, deprecated keys), every field of `thread/start`, `turn/start` and `thread/resume`
+//! params (absent, `null`, or a value drawn from the schema: every enum variant, object variant,
+//! path forms, empty lists), model scripts from the step kinds (texts: unicode, escapes, empty,
+//! long; commands: both quotes, `$`, exit codes, stderr, output over time; reasoning parts, usage,
+//! stream drops, provider HTTP errors, tool calls, user input, permissions), the client's
+//! answers to approvals (every decision, a JSON-RPC error, a malformed result, no answer then an
+//! interrupt), restarts with resume params, interrupts, and read-backs.
+
+mod generate;
+
+use crate::gen::Schema;
+use codex_wire::diff;
+use codex_wire::harness::{self, Case, Server};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+#[derive(clap::Parser, Debug)]
+#[command(name = "cargo xtask fidelity")]
+struct Cli {
+    /// The generator's seed [default: from the clock, printed]
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How many sessions to generate and run
+    #[arg(long, default_value_t = 50)]
+    sessions: usize,
+    /// The codex version (default: the newest)
+    #[arg(long)]
+    version: Option<String>,
+    /// Sessions run at once
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Do not shrink the differences found
+    #[arg(long)]
+    no_shrink: bool,
+    /// Most runs one shrink may spend (per class)
+    #[arg(long, default_value_t = 40)]
+    shrink_budget: usize,
+    /// Keep each class's shrunk session as a corpus case (tests/corpus/fidelity/)
+    #[arg(long)]
+    keep: bool,
+    /// Print the generated sessions (JSON, one a line) and run nothing
+    #[arg(long)]
+    print: bool,
+    /// Run only these session numbers
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<usize>,
+    /// Run a case file (a generated or kept session) instead of generating
+    #[arg(long, value_name = "FILE")]
+    case: Option<PathBuf>,
+    /// The codex-wire binary [default: target/debug/codex-wire, built]
+    #[arg(long)]
+    bin: Option<PathBuf>,
+}
+
+/// How one session came out.
+#[derive(Clone, Debug)]
+enum Verdict {
+    Identical,
+    /// The fake parts from the real server here (the real server agrees with itself).
+    Differs {
+        class: String,
+        detail: String,
+    },
+    /// The real server differs from itself: its own race.
+    RealRace {
+        class: String,
+        detail: String,
+    },
+}
+
+/// Where two transcripts part, as a class: the message (method, or the request a result answers)
+/// and the path, values left out.
+fn classify(a: &[diff::Entry], m: &diff::Mismatch) -> String {
+    let label = |e: &Option<diff::Entry>| -> String {
+        let Some(e) = e else {
+            return "(end)".into();
+        };
+        if let Some(method) = e.msg["method"].as_str() {
+            return format!("{} {method}", e.dir);
+        }
+        // A result or error: name the request it answers.
+        let id = &e.msg["id"];
+        let req = a
+            .iter()
+            .find(|x| x.dir != e.dir && &x.msg["id"] == id && x.msg.get("method").is_some())
+            .and_then(|x| x.msg["method"].as_str())
+            .unwrap_or("?");
+        let kind = if e.msg.get("error").is_some() {
+            "error"
+        } else {
+            "result"
+        };
+        format!("{} {kind} of {req}", e.dir)
+    };
+    if m.why.starts_with("background") {
+        let methods = |s: &str| -> Vec<String> {
+            s.split("\\\"method\\\":\\\"")
+                .skip(1)
+                .filter_map(|x| x.split("\\\"").next())
+                .map(str::to_string)
+                .collect()
+        };
+        return format!("background notifications differ {:?}", methods(&m.why));
+    }
+    let (la, lb) = (label(&m.a), label(&m.b));
+    let what = if la == lb { la } else { format!("{la} / {lb}") };
+    // The path up to its first value, indices generalized.
+    let why = m.why.split(": ").next().unwrap_or("");
+    let mut path = String::new();
+    let mut in_index = false;
+    for c in why.chars() {
+        match c {
+            '[' => {
+                in_index = true;
+                path.push_str("[]");
+            }
+            ']' => in_index = false,
+            _ if in_index => {}
+            _ => path.push(c),
+        }
+    }
+    let kind = if m.why.contains("only in A") {
+        " (only real)"
+    } else if m.why.contains("only in B") {
+        " (only fake)"
+    } else if m.why.contains("key order") {
+        " (key order)"
+    } else {
+        ""
+    };
+    format!("{what} {path}{kind}")
+}
+
+fn read_masked(p: &Path) -> Result<Vec<diff::Entry>, String> {
+    std::fs::read_to_string(p)
+        .map_err(|e| format!("{}: {e}", p.display()))
+        .and_then(|t| diff::masked(&t))
+}
+
+fn short(e: &Option<diff::Entry>) -> String {
+    let s = e
+        .as_ref()
+        .map(|e| format!("{} {}", e.dir, e.msg))
+        .unwrap_or_default();
+    s.chars().take(600).collect()
+}
+
+struct Runner {
+    bin: PathBuf,
+    codex: PathBuf,
+    version: String,
+    work: PathBuf,
+}
+
+impl Runner {
+    fn run(&self, case: &Case, server: &str) -> Result<(PathBuf, Option<String>), String> {
+        let root = self.work.join(&case.name).join(server);
+        let s = if server.starts_with("real") {
+            Server::Real {
+                bin: &self.bin,
+                codex: &self.codex,
+            }
+        } else {
+            Server::Fake {
+                bin: &self.bin,
+                version: Some(&self.version),
+            }
+        };
+        harness::run_outcome(case, &s, &root)
+    }
+
+    /// Runs a session on both servers (and the real one again when they differ).
+    fn judge(&self, case: &Case) -> Result<Verdict, String> {
+        let (real, _) = self.run(case, "real")?;
+        let (fake, _) = self.run(case, "fake")?;
+        let (r, f) = (read_masked(&real)?, read_masked(&fake)?);
+        let Err(m) = diff::compare(&r, &f) else {
+            return Ok(Verdict::Identical);
+        };
+        let class = classify(&r, &m);
+        let detail = format!(
+            "message {}: {}\n    real {}\n    fake {}",
+            m.index,
+            m.why.chars().take(400).collect::<String>(),
+            short(&m.a),
+            short(&m.b)
+        );
+        let (real2, _) = self.run(case, "real2")?;
+        let r2 = read_masked(&real2)?;
+        if let Err(m2) = diff::compare(&r, &r2) {
+            let detail = format!(
+                "real against real, message {}: {}\n    real  {}\n    real2 {}",
+                m2.index,
+                m2.why.chars().take(400).collect::<String>(),
+                short(&m2.a),
+                short(&m2.b)
+            );
+            return Ok(Verdict::RealRace {
+                class: classify(&r, &m2),
+                detail,
+            });
+        }
+        Ok(Verdict::Differs { class, detail })
+    }
+
+    /// Whether `case` still shows `class` (the fake against one real run).
+    fn shows(&self, case: &Case, class: &str) -> bool {
+        let run = || -> Result<bool, String> {
+            let (real, _) = self.run(case, "real")?;
+            let (fake, _) = self.run(case, "fake")?;
+            let r = read_masked(&real)?;
+            Ok(match diff::compare(&r, &read_masked(&fake)?) {
+                Ok(()) => false,
+                Err(m) => classify(&r, &m) == class,
+            })
+        };
+        run().unwrap_or(false)
+    }
+
+    /// A smaller session that still shows `class`: parts removed one at a time while the class
+    /// holds, within `budget` trials.
+    fn shrink(&self, case: &Case, class: &str, budget: usize) -> (Case, usize) {
+        let mut best = case.clone();
+        let mut trials = 0;
+        'outer: loop {
+            for cand in candidates(&best) {
+                if trials >= budget {
+                    break 'outer;
+                }
+                trials += 1;
+                if self.shows(&cand, class) {
+                    best = cand;
+                    continue 'outer;
+                }
+            }
+            break;
+        }
+        (best, trials)
+    }
+}
+
+/// Every session one step simpler than `case`: a turn, a step, a param, a setting, an answer
+/// or a control removed or reset to the harness's default.
+fn candidates(case: &Case) -> Vec<Case> {
+    let v = serde_json::to_value(case).expect("a case serializes");
+    let default: Value = serde_json::to_value(
+        serde_json::from_value::<Case>(json!({"name": case.name, "scenario": {}}))
+            .expect("a minimal case"),
+    )
+    .expect("a case serializes");
+    let mut out: Vec<Value> = Vec::new();
+    let turns = v["scenario"]["turns"].as_array().map_or(0, Vec::len);
+    // Whole turns (with their input and per-turn params).
+    for t in 0..turns {
+        if turns > 1 {
+            let mut c = v.clone();
+            c["scenario"]["turns"].as_array_mut().map(|a| a.remove(t));
+            if let Some(a) = c["inputs"].as_array_mut() {
+                if t < a.len() {
+                    a.remove(t);
+                }
+            }
+            if let Some(a) = c["turn_params_each"].as_array_mut() {
+                if t < a.len() {
+                    a.remove(t);
+                }
+            }
+            out.push(c);
+        }
+    }
+    // Steps.
+    for t in 0..turns {
+        let n = v["scenario"]["turns"][t]["steps"]
+            .as_array()
+            .map_or(0, Vec::len);
+        for s in 0..n {
+            let mut c = v.clone();
+            c["scenario"]["turns"][t]["steps"]
+                .as_array_mut()
+                .map(|a| a.remove(s));
+            out.push(c);
+        }
+    }
+    // Members of the param maps, then whole settings.
+    for key in [
+        "thread_params",
+        "turn_params",
+        "resume_params",
+        "replies",
+        "initialize",
+    ] {
+        if let Some(m) = v[key].as_object() {
+            for k in m.keys() {
+                let mut c = v.clone();
+                c[key].as_object_mut().map(|m| m.remove(k));
+                out.push(c);
+            }
+        }
+    }
+    if let Some(each) = v["turn_params_each"].as_array() {
+        for (i, m) in each.iter().enumerate() {
+            for k in m.as_object().into_iter().flatten().map(|(k, _)| k) {
+                let mut c = v.clone();
+                c["turn_params_each"][i]
+                    .as_object_mut()
+                    .map(|m| m.remove(k));
+                out.push(c);
+            }
+        }
+    }
+    if let Some(caps) = v["initialize"]["capabilities"].as_object() {
+        for k in caps.keys() {
+            let mut c = v.clone();
+            c["initialize"]["capabilities"]
+                .as_object_mut()
+                .map(|m| m.remove(k));
+            out.push(c);
+        }
+    }
+    for key in [
+        "initialize",
+        "config_extra",
+        "args",
+        "dirs",
+        "features",
+        "decisions",
+        "interrupt_on",
+        "restart_before_turn",
+        "after",
+        "approval_policy",
+        "sandbox_mode",
+        "model",
+        "stream_retries",
+        "turn_params_each",
+    ] {
+        if v[key] != default[key] {
+            let mut c = v.clone();
+            c[key] = default[key].clone();
+            out.push(c);
+        }
+    }
+    for key in ["args", "features", "decisions", "after", "dirs"] {
+        let n = v[key].as_array().map_or(0, Vec::len);
+        for i in 0..n {
+            let mut c = v.clone();
+            c[key].as_array_mut().map(|a| a.remove(i));
+            out.push(c);
+        }
+    }
+    out.into_iter()
+        .filter_map(|c| serde_json::from_value(c).ok())
+        .collect()
+}
+
+/// Builds `codex-wire` (debug) and returns its path.
+pub fn codex_wire_bin() -> Result<PathBuf, String> {
+    let root = crate::codex_bin::repo_root();
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--quiet", "--bin", "codex-wire"])
+            .current_dir(&root)
+            .status()
+            .map_err(|e| format!("cargo build: {e}"))?;
+    if !status.success() {
+        return Err("cargo build --bin codex-wire failed".into());
+    }
+    Ok(root.join("target/debug/codex-wire"))
+}
+
+/// Where kept sessions live: `tests/corpus/fidelity/` (cases), with the real server's
+/// transcript of each in `tests/corpus/<V>/fidelity/`.
+pub fn kept_dir() -> PathBuf {
+    crate::codex_bin::repo_root().join("tests/corpus/fidelity")
+}
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    use clap::Parser;
+    let cli =
+        Cli::try_parse_from(std::iter::once("fidelity".to_string()).chain(args.iter().cloned()))
+            .map_err(|e| e.to_string())?;
+    let version = crate::codex_bin::pick_version(cli.version.as_deref())?;
+    let seed = cli.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let schema = Schema::load(
+        &crate::codex_bin::schema_dir(&version).join("json/codex_app_server_protocol.schemas.json"),
+    )?;
+    let mut g = generate::Generator::new(&schema, seed);
+    let cases: Vec<Case> = match &cli.case {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            vec![serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?]
+        }
+        None => (0..cli.sessions)
+            .map(|n| g.session(&format!("s{seed}_{n:04}")))
+            .enumerate()
+            .filter(|(n, _)| cli.only.is_empty() || cli.only.contains(n))
+            .map(|(_, c)| c)
+            .collect(),
+    };
+    if cli.print {
+        for c in &cases {
+            println!("{}", serde_json::to_string(c).map_err(|e| e.to_string())?);
+        }
+        return Ok(());
+    }
+    let codex = crate::codex_bin::ensure_codex(&version, None)?;
+    let bin = match &cli.bin {
+        Some(b) => b.canonicalize().map_err(|e| format!("--bin: {e}"))?,
+        None => codex_wire_bin()?,
+    };
+    let out = crate::codex_bin::repo_root()
+        .join("target/fidelity")
+        .join(seed.to_string());
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // Outside any git repository: the real server reports git state for a cwd inside one.
+    let runner = Runner {
+        bin,
+        codex,
+        version: version.clone(),
+        work: std::env::temp_dir().join(format!("codex-wire-fidelity-{seed}")),
+    };
+    println!(
+        "fidelity: codex {version}, seed {seed}, {} sessions, {} at once",
+        cases.len(),
+        cli.jobs
+    );
+    let started = std::time::Instant::now();
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Verdict)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..cli.jobs.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(case) = cases.get(i) else { break };
+                let v = runner.judge(case).unwrap_or_else(|e| Verdict::Differs {
+                    class: "harness error".into(),
+                    detail: e,
+                });
+                let tag = match &v {
+                    Verdict::Identical => "identical".to_string(),
+                    Verdict::Differs { class, .. } => format!("DIFFERS  {class}"),
+                    Verdict::RealRace { class, .. } => format!("REAL RACE  {class}"),
+                };
+                println!("  {:<24} {tag}", case.name);
+                let _ = std::fs::write(
+                    out.join(format!("{}.case.json", case.name)),
+                    serde_json::to_string_pretty(case).unwrap_or_default(),
+                );
+                if !matches!(v, Verdict::Identical) {
+                    for side in ["real", "fake", "real2"] {
+                        let from = runner
+                            .work
+                            .join(&case.name)
+                            .join(side)
+                            .join("state/transcript.jsonl");
+                        let _ =
+                            std::fs::copy(&from, out.join(format!("{}.{side}.jsonl", case.name)));
+                    }
+                }
+                let _ = std::fs::remove_dir_all(runner.work.join(&case.name));
+                results.lock().expect("results").push((i, v));
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("results");
+    results.sort_by_key(|(i, _)| *i);
+    let elapsed = started.elapsed();
+    report(&cli, &runner, &cases, &results, &out, elapsed)
+}
+
+fn report(
+    cli: &Cli,
+    runner: &Runner,
+    cases: &[Case],
+    results: &[(usize, Verdict)],
+    out: &Path,
+    elapsed: std::time::Duration,
+) -> Result<(), String> {
+    let identical = results
+        .iter()
+        .filter(|(_, v)| matches!(v, Verdict::Identical))
+        .count();
+    let mut classes: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut races: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut details = BTreeMap::new();
+    for (i, v) in results {
+        match v {
+            Verdict::Identical => {}
+            Verdict::Differs { class, detail } => {
+                classes.entry(class.clone()).or_default().push(*i);
+                details
+                    .entry(class.clone())
+                    .or_insert_with(|| detail.clone());
+            }
+            Verdict::RealRace { class, detail } => {
+                races.entry(class.clone()).or_default().push(*i);
+                details
+                    .entry(class.clone())
+                    .or_insert_with(|| detail.clone());
+            }
+        }
+    }
+    println!(
+        "\nfidelity: {identical}/{} sessions identical ({:.1} %) in {:.0} s",
+        results.len(),
+        100.0 * identical as f64 / results.len().max(1) as f64,
+        elapsed.as_secs_f64()
+    );
+    let mut by_count: Vec<(&String, &Vec<usize>)> = classes.iter().collect();
+    by_count.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+    let mut summary = Vec::new();
+    for (class, sessions) in &by_count {
+        println!("\n{:>4}  {class}", sessions.len());
+        println!(
+            "      e.g. {}: {}",
+            cases[sessions[0]].name, details[*class]
+        );
+        summary.push(json!({"class": class, "count": sessions.len(),
+            "sessions": sessions.iter().map(|i| &cases[*i].name).collect::<Vec<_>>()}));
+    }
+    for (class, sessions) in &races {
+        println!("\n{:>4}  real race: {class}", sessions.len());
+        println!("      e.g. {}: {}", cases[sessions[0]].name, details[class]);
+    }
+    let _ = std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&json!({"identical": identical, "total": results.len(),
+            "classes": summary,
+            "races": races.iter().map(|(c, s)| json!({"class": c, "count": s.len()}))
+                .collect::<Vec<_>>()}))
+        .unwrap_or_default(),
+    );
+    if !cli.no_shrink {
+        for (class, sessions) in &by_count {
+            let first = &cases[sessions[0]];
+            let (small, trials) = runner.shrink(first, class, cli.shrink_budget);
+            let path = out.join(format!("{}.shrunk.case.json", first.name));
+            let text = serde_json::to_string_pretty(&small).map_err(|e| e.to_string())?;
+            std::fs::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+            println!(
+                "shrunk ({trials} trials): {class}\n      {}",
+                path.display()
+            );
+            if cli.keep {
+                let dir = kept_dir();
+                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                std::fs::write(dir.join(format!("{}.case.json", small.name)), &text)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    println!("sessions, transcripts and report.json in {}", out.display());
+    Ok(())
+}
