@@ -609,7 +609,7 @@ impl<'a> Generator<'a> {
     }
 
     fn rng_model(&mut self) -> &'static str {
-        self.rng.pick(&MODELS[1..MODELS.len() - 1])
+        MODELS[1 + self.rng.below(MODELS.len() - 2)]
     }
 
     fn initialize(&mut self) -> Value {
