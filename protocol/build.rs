@@ -51,10 +51,12 @@ fn main() {
             let session = corpus.join(&v).join("real_session.jsonl");
             println!("cargo:rerun-if-changed={}", session.display());
             let turn_facts = dir.join("facts/turns.json");
+            let models = dir.join("facts/models.json");
             let present = |p: &Path| p.is_file().then(|| p.display().to_string());
             let embeds = emit::Embeds {
                 session: present(&session),
                 turn_facts: present(&turn_facts),
+                models: present(&models),
             };
             (v, bundle.display().to_string(), embeds, model)
         })

@@ -545,6 +545,8 @@ pub struct Embeds {
     pub session: Option<String>,
     /// `schema/<V>/facts/turns.json`.
     pub turn_facts: Option<String>,
+    /// `schema/<V>/facts/models.json`.
+    pub models: Option<String>,
 }
 
 /// One version's tables, entry points and `PROTOCOL`: everything but the types.
@@ -556,6 +558,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
     };
     let captured = embed(&embeds.session, "");
     let turn_facts = embed(&embeds.turn_facts, "{}");
+    let model_catalog = embed(&embeds.models, "[]");
     let fast_entries = e.fast_entries();
     let methods = &m.client_methods;
     // `method => Some(check::<ResponseType>(v))`, for either direction's result table.
@@ -665,6 +668,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
             bundle: include_str!(#bundle),
             captured_session: #captured,
             turn_facts: #turn_facts,
+            models: #model_catalog,
             client_method,
             is_experimental_method,
             experimental_checks,

@@ -63,6 +63,9 @@ pub struct Protocol {
     /// (`schema/<V>/facts/turns.json`, each fact shown by a recording in
     /// `tests/corpus/<V>/turns/`), or "{}": the fake's turn player reads it.
     pub turn_facts: &'static str,
+    /// The model catalog this version ships (`schema/<V>/facts/models.json`, from `codex debug
+    /// models`: slug, context window and the share of it reported, service tiers), or "[]".
+    pub models: &'static str,
     /// The static name of a client request method (a `match`: hot path).
     pub client_method: fn(&str) -> Option<&'static str>,
     /// Whether a method needs the `experimentalApi` capability (a `match`: hot path).

@@ -22,6 +22,12 @@ pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
     // SAFETY: getppid has no preconditions.
     let ppid = unsafe { libc::getppid() };
     fake.record(json!({"event": "spawn", "argv": args, "ppid": ppid}));
+    // A configuration codex refuses: it says why and exits before reading a line.
+    if let Some(e) = fake.config.startup_error() {
+        eprintln!("Error: {e}");
+        fake.record(json!({"event": "exit", "code": 1}));
+        return ExitCode::FAILURE;
+    }
     watch_signals(fake.clone());
     let listen = a.listen.as_deref().unwrap_or("stdio://");
     if listen == "stdio://" || listen == "stdio" || listen == "-" {

@@ -9,6 +9,7 @@ pub mod defaults;
 mod listen;
 mod project;
 mod server;
+pub mod settings;
 mod state;
 mod turns;
 

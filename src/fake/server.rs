@@ -2,6 +2,7 @@
 //! the engine first; only lines the real server would accept reach a handler.
 
 use super::defaults;
+use super::settings;
 use super::state::{now_ms, now_secs, scenario, Store, Transcript};
 use super::turns::{self, TurnCtl};
 use crate::engine::{Kind, Outcome, Session};
@@ -45,6 +46,8 @@ pub struct Fake {
     pub protocol: &'static crate::Protocol,
     /// How that version plays turns where versions differ (`Protocol::turn_facts`).
     pub turn_facts: super::turns::TurnFacts,
+    /// That version's model catalog (`Protocol::models`).
+    pub catalog: super::settings::Catalog,
     /// For an older version: what drops the keys its schema lacks from every message.
     projector: Option<super::project::Projector>,
 }
@@ -70,6 +73,7 @@ impl Fake {
             active: Mutex::new(HashMap::new()),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: super::turns::TurnFacts::of(protocol),
+            catalog: super::settings::Catalog::of(protocol),
             projector: super::project::Projector::of(protocol),
             protocol,
         })
@@ -260,8 +264,15 @@ impl Conn {
     }
 
     /// Sends a server→client request and blocks until the client answers (the engine checks
-    /// the answer against the method's response type), the connection closes, or `timeout`.
-    pub fn server_request(&self, method: &str, params: Value, timeout: Duration) -> Option<Value> {
+    /// the answer against the method's response type), the connection closes, `timeout`
+    /// passes, or `cancelled` says so (checked every few milliseconds).
+    pub fn server_request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<Value> {
         let id = json!(self.next_id.fetch_add(1, Ordering::SeqCst));
         let key = id.to_string();
         lock(&self.session).expect_response(&id, method);
@@ -276,7 +287,7 @@ impl Conn {
                 return Some(reply);
             }
             let now = Instant::now();
-            if self.is_closed() || now >= deadline {
+            if self.is_closed() || now >= deadline || cancelled() {
                 pending.remove(&key);
                 drop(pending);
                 self.fake.record(
@@ -286,7 +297,7 @@ impl Conn {
             }
             pending = self
                 .replied
-                .wait_timeout(pending, deadline - now)
+                .wait_timeout(pending, (deadline - now).min(Duration::from_millis(20)))
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
         }
@@ -478,7 +489,8 @@ impl Conn {
         );
         // What the real server announces right after initializing, without waiting for
         // `initialized`: the sandbox prerequisite it lacks, and remote control (off).
-        if !on_path("bwrap") {
+        // Not under a full-access sandbox (checked on 0.171.0: none in any such run).
+        if !on_path("bwrap") && !self.fake.config.full_access() {
             self.notify(
                 "configWarning",
                 json!({"summary": "Codex could not find bubblewrap on PATH. Install bubblewrap \
@@ -493,14 +505,6 @@ impl Conn {
                    "installationId": self.installation_id(), "environmentId": null}),
         );
         Ok(())
-    }
-
-    fn abs(&self, p: Option<&str>) -> String {
-        match p {
-            Some(p) if Path::new(p).is_absolute() => p.to_string(),
-            Some(p) => path_str(&self.fake.cwd.join(p)),
-            None => path_str(&self.fake.cwd),
-        }
     }
 
     /// A thread's model: its own (thread/start `model`), else the configured one.
@@ -566,9 +570,15 @@ impl Conn {
         // A thread not loaded here has no live environments, nor an answer on direct input.
         let loaded = lock(&self.fake.loaded).contains(thread_id);
         let environments = if loaded {
-            json!([{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}])
+            self.environments_of(info)
         } else {
             Value::Null
+        };
+        // An ephemeral thread has no rollout file.
+        let path = if info["ephemeral"] == true {
+            Value::Null
+        } else {
+            json!(self.rollout_path(thread_id, info))
         };
         json!({
             "id": thread_id,
@@ -578,18 +588,20 @@ impl Conn {
             "attachedToThreadId": null, "parentThreadId": null,
             "preview": info["preview"].as_str().unwrap_or(""),
             "ephemeral": info["ephemeral"].as_bool().unwrap_or(false),
-            "section": null, "sectionEnteredAt": null, "projectId": null, "historyMode": "paginated",
-            "modelProvider": self.fake.config.provider, "model": self.model_of(info), "reasoningEffort": info["effort"],
+            "section": null, "sectionEnteredAt": null, "projectId": null,
+            "historyMode": info["historyMode"].as_str().unwrap_or("paginated"),
+            "modelProvider": self.provider_of(info), "model": self.model_of(info),
+            "reasoningEffort": info["effort"],
             "createdAt": created, "updatedAt": updated, "recencyAt": updated,
             "status": status,
-            "path": self.rollout_path(thread_id, info),
+            "path": path,
             "cwd": cwd, "cliVersion": self.fake.protocol.version,
             "originator": lock(&self.client_name).clone(), "source": "vscode",
             "canAcceptDirectInput": if loaded { json!(true) } else { Value::Null },
-            "threadSource": null, "agentNickname": null,
+            "threadSource": info["threadSource"], "agentNickname": null,
             "agentRole": null, "gitInfo": null,
             "name": info.get("name").cloned().unwrap_or(Value::Null),
-            "daybreakEnabled": null,
+            "daybreakEnabled": info["daybreakEnabled"],
             "turns": turns,
         })
     }
@@ -597,25 +609,77 @@ impl Conn {
     /// `thread/start`, `thread/resume` and `thread/fork` results.
     fn thread_response(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        let (sandbox, profile) = self.sandbox_of(info);
         json!({
             "thread": self.thread_payload(thread_id, info, with_turns),
-            "model": self.model_of(info), "modelProvider": self.fake.config.provider,
+            "model": self.model_of(info), "modelProvider": self.provider_of(info),
             "serviceTier": info["serviceTier"],
-            "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": [cwd],
+            "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": self.roots_of(info),
             "instructionSources": [],
             "approvalPolicy": self.approval_policy_of(info),
-            "approvalsReviewer": info.get("approvalsReviewer").cloned()
-                .unwrap_or_else(|| json!("user")),
-            "sandbox": self.fake.config.sandbox_policy(),
-            "activePermissionProfile": self.fake.config.permission_profile(),
+            "approvalsReviewer": self.reviewer_of(info),
+            "sandbox": sandbox,
+            "activePermissionProfile": profile,
             "reasoningEffort": info["effort"], "multiAgentMode": "explicitRequestOnly",
         })
     }
 
     fn approval_policy_of(&self, info: &Value) -> Value {
         info.get("approvalPolicy")
+            .filter(|v| !v.is_null())
             .cloned()
             .unwrap_or_else(|| json!(self.fake.config.approval_policy))
+    }
+
+    fn reviewer_of(&self, info: &Value) -> Value {
+        info.get("approvalsReviewer")
+            .filter(|v| !v.is_null())
+            .cloned()
+            .unwrap_or_else(|| json!("user"))
+    }
+
+    fn provider_of(&self, info: &Value) -> String {
+        info["provider"]
+            .as_str()
+            .map_or_else(|| self.fake.config.provider.clone(), str::to_string)
+    }
+
+    /// The thread's settings as resolved when it started (a thread stored before they were
+    /// kept: as the configuration resolves them for its cwd).
+    fn resolved_of(&self, info: &Value) -> Option<settings::Resolved> {
+        settings::for_start(
+            &self.fake.config,
+            &self.fake.catalog,
+            &self.fake.cwd,
+            &json!({"cwd": info["cwd"]}),
+        )
+        .ok()
+    }
+
+    /// `sandbox` and `activePermissionProfile`.
+    fn sandbox_of(&self, info: &Value) -> (Value, Value) {
+        if info["sandbox"].is_object() {
+            return (info["sandbox"].clone(), info["permissionProfile"].clone());
+        }
+        self.resolved_of(info)
+            .map_or((Value::Null, Value::Null), |r| (r.sandbox, r.profile))
+    }
+
+    /// The thread's runtime workspace roots (by default its cwd).
+    fn roots_of(&self, info: &Value) -> Value {
+        match &info["roots"] {
+            Value::Array(r) => Value::Array(r.clone()),
+            _ => json!([info["cwd"]]),
+        }
+    }
+
+    /// The thread's environments: the local one at its cwd, unless it started with others.
+    fn environments_of(&self, info: &Value) -> Value {
+        match &info["environments"] {
+            Value::Array(e) => Value::Array(e.clone()),
+            _ => json!([{"environmentId": "local", "cwd": info["cwd"],
+                         "runtimeWorkspaceRoots": self.roots_of(info)}]),
+        }
     }
 
     /// The collaboration mode a thread runs in (codex's default mode, with the thread's model
@@ -644,15 +708,15 @@ impl Conn {
     /// `thread/settings/updated`'s settings, in the real server's key order.
     fn thread_settings(&self, info: &Value) -> Value {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        let (sandbox, profile) = self.sandbox_of(info);
         json!({
             "disabledPluginIds": [], "cwd": cwd,
-            "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
+            "environments": self.environments_of(info),
             "approvalPolicy": self.approval_policy_of(info),
-            "approvalsReviewer": info.get("approvalsReviewer").cloned()
-                .unwrap_or_else(|| json!("user")),
-            "sandboxPolicy": self.fake.config.sandbox_policy(),
-            "activePermissionProfile": self.fake.config.permission_profile(),
-            "model": self.model_of(info), "modelProvider": self.fake.config.provider,
+            "approvalsReviewer": self.reviewer_of(info),
+            "sandboxPolicy": sandbox,
+            "activePermissionProfile": profile,
+            "model": self.model_of(info), "modelProvider": self.provider_of(info),
             "serviceTier": info["serviceTier"], "effort": info["effort"], "summary": info["summary"],
             "collaborationMode": self.collaboration_mode(info),
             "multiAgentMode": "explicitRequestOnly", "personality": info["personality"],
@@ -689,33 +753,42 @@ impl Conn {
         );
     }
 
-    fn new_thread_info(&self, params: &Value) -> Value {
+    /// A new thread's stored info from `thread/start` (or `fork`) params, and the `warning`s
+    /// its start sends.
+    fn new_thread_info(&self, params: &Value) -> Result<(Value, Vec<String>), String> {
+        let resolved = settings::for_start(
+            &self.fake.config,
+            &self.fake.catalog,
+            &self.fake.cwd,
+            params,
+        )?;
+        let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
+        if let Some(p) = params["projectId"].as_str() {
+            return Err(format!("project not found: {p}"));
+        }
+        if ephemeral && !params["daybreakEnabled"].is_null() {
+            return Err("daybreakEnabled is not supported for ephemeral threads".into());
+        }
         let now = now_secs();
         let mut info = json!({
-            "createdAt": now, "updatedAt": now,
-            "cwd": self.abs(params["cwd"].as_str()), "turns": [],
+            "createdAt": now, "updatedAt": now, "turns": [],
             "developerInstructions": params["developerInstructions"],
-            "model": params["model"],
-            "ephemeral": params["ephemeral"].as_bool().unwrap_or(false),
+            "ephemeral": ephemeral,
+            // Echoed into the thread as given.
+            "threadSource": params["threadSource"], "historyMode": params["historyMode"],
+            "daybreakEnabled": params["daybreakEnabled"],
         });
-        // Only the string policies are echoed; anything else keeps the default.
-        if params["approvalPolicy"].is_string() {
-            info["approvalPolicy"] = params["approvalPolicy"].clone();
-        }
-        // `auto_review`: approvals go to codex's reviewer subagent, not to the client.
-        if params["approvalsReviewer"].is_string() {
-            info["approvalsReviewer"] = params["approvalsReviewer"].clone();
-        }
+        resolved.store(&mut info);
         // The tools a `tool_call` step may call (any other name never reaches the client).
         if params["dynamicTools"].is_array() {
             info["dynamicTools"] = params["dynamicTools"].clone();
         }
-        info
+        Ok((info, resolved.warnings))
     }
 
     fn thread_start(&self, id: &Value, params: &Value) -> Result<(), String> {
         let thread_id = uuid::Uuid::now_v7().to_string();
-        let info = self.new_thread_info(params);
+        let (info, warnings) = self.new_thread_info(params)?;
         self.fake
             .store
             .update(|d| d["threads"][&thread_id] = info.clone());
@@ -737,13 +810,10 @@ impl Conn {
                     unstable.join(", "), path_str(&config))}),
             );
         }
-        let model = self.model_of(&info);
-        if !KNOWN_MODELS.contains(&model.as_str()) {
+        for message in warnings {
             self.notify(
                 "warning",
-                json!({"threadId": thread_id, "message": format!(
-                    "Model metadata for `{model}` not found. Defaulting to fallback metadata; \
-                     this can degrade performance and cause issues.")}),
+                json!({"threadId": thread_id, "message": message}),
             );
         }
         Ok(())
@@ -899,7 +969,7 @@ impl Conn {
             .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
             .find_map(|c| c["text"].as_str().map(str::to_string))
             .unwrap_or_default();
-        let mut info = self.new_thread_info(&json!({}));
+        let (mut info, _) = self.new_thread_info(&json!({}))?;
         info["preview"] = json!(preview);
         info["history"] = json!(history);
         self.fake
@@ -1006,7 +1076,7 @@ impl Conn {
                 json!({"threadId": thread_id, "turnId": last_turn["id"],
                        "tokenUsage": {"total": or_zeros(&info["usage"]),
                                       "last": or_zeros(&info["lastUsage"]),
-                                      "modelContextWindow": turns::CONTEXT_WINDOW}}),
+                                      "modelContextWindow": turns::context_window(self, thread_id)}}),
             );
         }
     }
@@ -1014,7 +1084,31 @@ impl Conn {
     fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (source, info) = self.stored(params, "thread", "no rollout found for thread id ")?;
         let thread_id = uuid::Uuid::now_v7().to_string();
-        let mut new = self.new_thread_info(params);
+        // A fork keeps its source's cwd, approval settings and sandbox setting (a
+        // `workspace-write` mode excepted: the configured default then) unless its params say
+        // otherwise; model, effort, tier and roots come from the params and the configuration.
+        let mut p = params.as_object().cloned().unwrap_or_default();
+        let absent = |p: &Map<String, Value>, k: &str| p.get(k).is_none_or(Value::is_null);
+        for key in ["cwd", "approvalPolicy", "approvalsReviewer"] {
+            if absent(&p, key) && !info[key].is_null() {
+                p.insert(key.into(), info[key].clone());
+            }
+        }
+        if absent(&p, "sandbox") && absent(&p, "permissions") {
+            match info["sandboxSetting"]
+                .as_str()
+                .and_then(|s| s.split_once(':'))
+            {
+                Some(("profile", id)) => {
+                    p.insert("permissions".into(), json!(id));
+                }
+                Some(("mode", m)) if m != "workspace-write" => {
+                    p.insert("sandbox".into(), json!(m));
+                }
+                _ => {}
+            }
+        }
+        let (mut new, warnings) = self.new_thread_info(&Value::Object(p))?;
         new["turns"] = info["turns"].clone();
         new["preview"] = if self.fake.turn_facts.fork_preview_empty {
             json!("")
@@ -1025,8 +1119,12 @@ impl Conn {
         for key in ["usage", "lastUsage"] {
             new[key] = info[key].clone();
         }
-        if params["cwd"].is_null() {
-            new["cwd"] = info["cwd"].clone();
+        // A cold fork warns before its result.
+        for message in warnings {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
         }
         self.fake
             .store
@@ -1355,6 +1453,16 @@ impl Conn {
     fn turn_start(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.loaded(params)?;
         self.apply_turn_settings(&thread_id, &info, params);
+        // Every turn on a model without metadata says so, before the turn's result.
+        let model = params["model"]
+            .as_str()
+            .map_or_else(|| self.model_of(&info), str::to_string);
+        if let Some(message) = self.fake.catalog.unknown_model_warning(&model) {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
         turns::start_for_request(self, id, &thread_id, params)
     }
 
@@ -1469,25 +1577,6 @@ fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
-
-/// Model slugs codex 0.171.0 has metadata for; any other slug gets the real server's
-/// "Model metadata … not found" warning when a thread starts.
-const KNOWN_MODELS: &[&str] = &[
-    "gpt-6.2-sol",
-    "gpt-5.5",
-    "gpt-5.4",
-    "gpt-5.3-codex",
-    "gpt-5.2-codex",
-    "gpt-5.2",
-    "gpt-5.1-codex-max",
-    "gpt-5.1-codex",
-    "gpt-5.1-codex-mini",
-    "gpt-5.1",
-    "gpt-5-codex",
-    "gpt-5",
-    "o3",
-    "o4-mini",
-];
 
 pub fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()

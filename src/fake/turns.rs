@@ -80,6 +80,25 @@ impl TurnCtl {
     }
 }
 
+/// What a shell call gets before it runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Gate {
+    Run,
+    Ask,
+    Refuse,
+}
+
+/// The client's answer to an approval request.
+#[derive(PartialEq, Debug)]
+enum Decision {
+    /// `accept`, `acceptForSession`, an amendment: the decision as sent.
+    Accept(Value),
+    Decline,
+    Cancel,
+    /// A JSON-RPC error, or a result the response type does not take.
+    Failed,
+}
+
 /// How a turn ended early.
 enum End {
     /// The model's stream failed: the turn's error object.
@@ -324,6 +343,7 @@ fn play(
             ctx.status(json!({"type": "idle"}));
         }
         let turn = turn_obj(&turn_id, status, Some(started), error.as_ref(), &summary);
+        let pending = ctx.pending_resolved;
         // The turn's end entry.
         let mut rollout = ctx.rollout;
         rollout.add(1);
@@ -341,6 +361,12 @@ fn play(
             "turn/completed",
             json!({"threadId": thread_id, "turn": turn}),
         );
+        if let Some(id) = pending {
+            conn.notify(
+                "serverRequest/resolved",
+                json!({"threadId": thread_id, "requestId": id}),
+            );
+        }
         if last {
             break;
         }
@@ -376,6 +402,8 @@ struct Ctx<'a> {
     item_ordinals: Vec<u64>,
     /// The thread runs in Plan mode (read when the turn starts: a mode changes between turns).
     plan_mode: bool,
+    /// A server request the turn ended on unanswered: resolved after `turn/completed`.
+    pending_resolved: Option<i64>,
 }
 
 /// Stores a turn (replacing the one with its id) and where the rollout stands.
@@ -479,9 +507,15 @@ pub fn breakdown(input: i64, cached: i64, output: i64, reasoning: i64) -> Value 
            "cacheWriteInputTokens": 0, "outputTokens": output, "reasoningOutputTokens": reasoning})
 }
 
-/// The context window the real server reports for the configured models (gpt-5.5, and the
-/// fallback metadata of unknown slugs).
-pub const CONTEXT_WINDOW: i64 = 258_400;
+/// The context window the real server reports for a thread: its model's, from the version's
+/// catalog and the configuration.
+pub fn context_window(conn: &Conn, thread_id: &str) -> i64 {
+    let data = conn.fake.store.load();
+    let model = data["threads"][thread_id]["model"]
+        .as_str()
+        .map_or_else(|| conn.fake.config.model.clone(), str::to_string);
+    conn.fake.catalog.context_window(&model, &conn.fake.config)
+}
 
 /// `/bin/bash -lc '<command>'`: how the shell tool runs a command, quoted as codex quotes it.
 pub fn shell_wrapped(command: &str) -> String {
@@ -546,6 +580,7 @@ impl<'a> Ctx<'a> {
             started_ms: now_ms(),
             item_ordinals: Vec::new(),
             plan_mode: false,
+            pending_resolved: None,
         };
         c.next_response();
         c
@@ -620,6 +655,10 @@ impl<'a> Ctx<'a> {
     /// a thread read to the end becomes unread from this turn.
     fn read_state(&self) {
         let thread_id = self.ctl.thread_id.clone();
+        // An ephemeral thread has no read state (checked on 0.171.0).
+        if self.conn.fake.store.load()["threads"][&thread_id]["ephemeral"] == true {
+            return;
+        }
         let revision = uuid::Uuid::new_v4().to_string();
         let first = self.conn.fake.store.update(|d| {
             let t = &mut d["threads"][&thread_id];
@@ -670,6 +709,22 @@ impl<'a> Ctx<'a> {
         self.items.push(item.clone());
         // Stored before the client hears of it, as the real server writes its rollout first.
         self.checkpoint();
+        self.item_notify(
+            "item/completed",
+            json!({"item": item}),
+            json!({"contentTokenCount": null, "completedAtMs": at}),
+        );
+    }
+
+    /// An item the client sees completed but the thread does not keep (a command declined, or
+    /// whose approval request failed: `thread/read` leaves it out).
+    fn completed_unkept(&mut self, item: Value, started_at: i64) {
+        let at = now_ms();
+        let mut item = item;
+        item["startedAtMs"] = json!(started_at);
+        item["completedAtMs"] = json!(at);
+        self.rollout
+            .completed(item["type"].as_str().unwrap_or_default());
         self.item_notify(
             "item/completed",
             json!({"item": item}),
@@ -788,7 +843,7 @@ impl<'a> Ctx<'a> {
             );
             t.clone()
         });
-        let window = u["window"].as_i64().unwrap_or(CONTEXT_WINDOW);
+        let window = context_window(self.conn, &self.ctl.thread_id);
         self.notify(
             "thread/tokenUsage/updated",
             json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
@@ -951,7 +1006,9 @@ impl<'a> Ctx<'a> {
         if let (Some(p), Some(over)) = (params.as_object_mut(), step["params"].as_object()) {
             p.extend(over.clone());
         }
-        self.conn.server_request(method, params, self.timeout())
+        let ctl = self.ctl;
+        self.conn
+            .server_request(method, params, self.timeout(), &|| ctl.interrupted())
     }
 
     /// An approval request answered; `serverRequest/resolved` follows the answer.
@@ -970,6 +1027,29 @@ impl<'a> Ctx<'a> {
             m.extend(e);
         }
         self.conn.notify(method, Value::Object(m));
+    }
+
+    /// The thread's approval policy as set (a string, or a granular object).
+    fn approval_policy_value(&self) -> Value {
+        let data = self.conn.fake.store.load();
+        match &data["threads"][&self.ctl.thread_id]["approvalPolicy"] {
+            Value::Null => json!(self.conn.fake.config.approval_policy),
+            v => v.clone(),
+        }
+    }
+
+    /// The thread's sandbox policy type (`readOnly`, `workspaceWrite`, `dangerFullAccess`).
+    fn sandbox_type(&self) -> String {
+        let data = self.conn.fake.store.load();
+        let t = &data["threads"][&self.ctl.thread_id];
+        match t["sandbox"]["type"].as_str() {
+            Some(s) => s.to_string(),
+            None => match self.conn.fake.config.sandbox_mode.as_deref() {
+                Some("workspace-write") => "workspaceWrite".into(),
+                Some("danger-full-access") => "dangerFullAccess".into(),
+                _ => "readOnly".into(),
+            },
+        }
     }
 
     /// The thread's approval policy (set by `thread/start` or `turn/start`), else the config's.
@@ -1018,14 +1098,15 @@ impl<'a> Ctx<'a> {
                 );
                 self.rate_limits();
                 if info == "contextWindowExceeded" {
+                    let window = context_window(self.conn, &self.ctl.thread_id);
                     // The real server marks the window full before it reports the failure.
                     let full = breakdown(0, 0, 0, 0);
                     let mut full = full;
-                    full["totalTokens"] = json!(CONTEXT_WINDOW);
+                    full["totalTokens"] = json!(window);
                     self.notify(
                         "thread/tokenUsage/updated",
                         json!({"tokenUsage": {"total": full, "last": full,
-                                              "modelContextWindow": CONTEXT_WINDOW}}),
+                                              "modelContextWindow": window}}),
                     );
                     self.rate_limits();
                 }
@@ -1166,17 +1247,45 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// A shell tool call: asks for approval when the model escalates (`approval`, the seed's
-    /// default) under `on-request`, runs the command for real unless the step scripts its
-    /// output, as the real shell tool does.
+    /// What codex does with a shell call under the thread's approval policy and sandbox (checked
+    /// on 0.171.0 for every policy × sandbox × escalation): an escalation (`approval`, the
+    /// seed's default) is asked about under `on-request` unless the sandbox is full access, and
+    /// refused outright under `never` (or a granular policy without `sandbox_approval`);
+    /// `untrusted` asks about every command.
+    fn command_gate(&self, escalated: bool) -> Gate {
+        let policy = self.approval_policy_value();
+        let full = self.sandbox_type() == "dangerFullAccess";
+        match (&policy, policy.get("granular")) {
+            (_, Some(g)) => match (g["sandbox_approval"] == true, escalated, full) {
+                (false, true, _) => Gate::Refuse,
+                (true, true, false) => Gate::Ask,
+                _ => Gate::Run,
+            },
+            (Value::String(p), None) if p == "never" => {
+                if escalated {
+                    Gate::Refuse
+                } else {
+                    Gate::Run
+                }
+            }
+            (Value::String(p), None) if p == "untrusted" => Gate::Ask,
+            _ if escalated && !full => Gate::Ask,
+            _ => Gate::Run,
+        }
+    }
+
+    /// A shell tool call: asked about, refused or run as [`Self::command_gate`] says; an
+    /// approved or plain command runs for real (unless the step scripts its output), as the real
+    /// shell tool does.
     fn command(&mut self, step: &Value) -> Result<(), End> {
         let id = self.model_id("call");
         let raw = str_of(step, "command", "true");
         let command = shell_wrapped(&raw);
-        let cwd = step["cwd"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| self.cwd());
+        // The model's `workdir`, against the thread's cwd.
+        let cwd = super::settings::resolve_path(
+            step["cwd"].as_str().unwrap_or_default(),
+            Path::new(&self.cwd()),
+        );
         let actions = json!([{"type": "unknown", "command": raw}]);
         let item =
             |source: &str, status: &str, pid: Value, output: Value, code: Value, ms: Value| {
@@ -1185,7 +1294,7 @@ impl<'a> Ctx<'a> {
                    "status": status, "commandActions": actions, "aggregatedOutput": output,
                    "exitCode": code, "durationMs": ms})
             };
-        // A command that has not run (waiting for a verdict, or declined): no process yet.
+        // A command that has not run (waiting for a verdict, declined or failed by the answer).
         let unrun = |status: &str| {
             item(
                 "agent",
@@ -1196,92 +1305,180 @@ impl<'a> Ctx<'a> {
                 Value::Null,
             )
         };
+        let escalated = step["approval"].as_bool().unwrap_or(true);
         let session_ok =
             lock(&self.ctl.session_approved).contains(&raw) || self.policy_allows(&raw);
-        let ask = step["approval"].as_bool().unwrap_or(true)
-            && self.approval_policy() != "never"
-            && !session_ok;
+        let gate = match self.command_gate(escalated) {
+            Gate::Ask if session_ok => Gate::Run,
+            g => g,
+        };
         // Set when the command was approved: its item started before the request.
         let mut approved_at = None;
-        if ask && self.auto_review() {
-            // The reviewer, not the client, decides (`scenario.json` `guardian`).
-            let reviewed = json!([{"type": "unknown", "command": command}]);
-            let mut pending = unrun("inProgress");
-            pending["commandActions"] = reviewed.clone();
-            let at = self.started(&pending);
-            if !self.review(
-                &id,
-                at,
-                json!({"type": "command", "source": "unifiedExec",
-                                            "command": command, "cwd": cwd}),
-            ) {
-                let mut declined = unrun("declined");
-                declined["commandActions"] = reviewed;
-                self.completed(declined, at);
-                return Ok(());
-            }
-            approved_at = Some(at);
-        } else if ask {
-            self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
-            let at = self.started(&unrun("inProgress"));
-            let argv: Vec<&str> = raw.split_whitespace().collect();
-            let params = json!({"kind": "command", "threadId": self.ctl.thread_id,
-                "turnId": self.turn_id, "itemId": id, "startedAtMs": at, "environmentId": "local",
-                "reason": step.get("reason").cloned().unwrap_or(Value::Null), "command": command,
-                "cwd": cwd, "commandActions": actions, "proposedExecpolicyAmendment": argv,
-                "availableDecisions": ["accept",
-                    {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": argv}}, "cancel"]});
-            let reply = self.approval("item/commandExecution/requestApproval", params, step);
-            let decision = reply.map(|r| r["result"]["decision"].clone());
-            let accepted = match &decision {
-                Some(Value::String(d)) => d == "accept" || d == "acceptForSession",
-                Some(Value::Object(o)) => o.contains_key("acceptWithExecpolicyAmendment"),
-                _ => false,
-            };
-            if decision.as_ref().and_then(Value::as_str) == Some("acceptForSession") {
-                lock(&self.ctl.session_approved).push(raw.clone());
-            }
-            if let Some(amendment) = decision
-                .as_ref()
-                .and_then(|d| d["acceptWithExecpolicyAmendment"]["execpolicy_amendment"].as_array())
-            {
-                self.allow_prefix(amendment);
-            }
-            if !accepted {
-                self.completed(unrun("declined"), at);
-                self.status(json!({"type": "active", "activeFlags": []}));
-                if decision.as_ref().and_then(Value::as_str) == Some("cancel") {
-                    self.end_response();
-                    return Err(End::Cancelled);
+        match gate {
+            // codex tells the model it cannot escalate; the client hears nothing of it.
+            Gate::Refuse => return Ok(()),
+            Gate::Run => {}
+            Gate::Ask if self.auto_review() => {
+                // The reviewer, not the client, decides (`scenario.json` `guardian`).
+                let reviewed = json!([{"type": "unknown", "command": command}]);
+                let mut pending = unrun("inProgress");
+                pending["commandActions"] = reviewed.clone();
+                let at = self.started(&pending);
+                let action = json!({"type": "command", "source": "unifiedExec",
+                                    "command": command, "cwd": cwd});
+                if !self.review(&id, at, action) {
+                    let mut declined = unrun("declined");
+                    declined["commandActions"] = reviewed;
+                    self.completed(declined, at);
+                    return Ok(());
                 }
-                return Ok(());
+                approved_at = Some(at);
             }
-            self.status(json!({"type": "active", "activeFlags": []}));
-            approved_at = Some(at);
+            Gate::Ask => {
+                self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
+                let at = self.started(&unrun("inProgress"));
+                let argv: Vec<&str> = raw.split_whitespace().collect();
+                let mut params = Map::new();
+                for (k, v) in [
+                    ("kind", json!("command")),
+                    ("threadId", json!(self.ctl.thread_id)),
+                    ("turnId", json!(self.turn_id)),
+                    ("itemId", json!(id)),
+                    ("startedAtMs", json!(at)),
+                    ("environmentId", json!("local")),
+                ] {
+                    params.insert(k.into(), v);
+                }
+                // The model's justification; codex leaves the key out when there is none (and
+                // for a command only `untrusted` asks about).
+                if let Some(r) = step.get("reason").filter(|_| escalated) {
+                    params.insert("reason".into(), r.clone());
+                }
+                for (k, v) in [
+                    ("command", json!(command)),
+                    ("cwd", json!(cwd)),
+                    ("commandActions", actions.clone()),
+                    ("proposedExecpolicyAmendment", json!(argv)),
+                    (
+                        "availableDecisions",
+                        json!(["accept",
+                            {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": argv}},
+                            "cancel"]),
+                    ),
+                ] {
+                    params.insert(k.into(), v);
+                }
+                let method = "item/commandExecution/requestApproval";
+                let Some(reply) = self.request(method, Value::Object(params), step) else {
+                    return self.unanswered();
+                };
+                self.resolved();
+                match self.decision(method, &reply) {
+                    Decision::Accept(d) => {
+                        if d == "acceptForSession" {
+                            lock(&self.ctl.session_approved).push(raw.clone());
+                        }
+                        if let Some(a) =
+                            d["acceptWithExecpolicyAmendment"]["execpolicy_amendment"].as_array()
+                        {
+                            self.allow_prefix(a);
+                        }
+                        self.status(json!({"type": "active", "activeFlags": []}));
+                        approved_at = Some(at);
+                    }
+                    // A declined command (or one whose request failed) is not kept in the turn.
+                    d => {
+                        let status = if d == Decision::Failed {
+                            "failed"
+                        } else {
+                            "declined"
+                        };
+                        self.completed_unkept(unrun(status), at);
+                        self.status(json!({"type": "active", "activeFlags": []}));
+                        if d == Decision::Cancel {
+                            self.end_response();
+                            return Err(End::Cancelled);
+                        }
+                        return Ok(());
+                    }
+                }
+            }
         }
-        let (pid, output, code) = run_command(step, &raw, &cwd);
-        let at = match approved_at {
-            Some(at) => at,
-            None => self.started(&item(
+        let started_item = |pid: &Value| {
+            item(
                 "unifiedExecStartup",
                 "inProgress",
-                json!(pid),
+                pid.clone(),
                 Value::Null,
                 Value::Null,
                 Value::Null,
-            )),
+            )
         };
-        let status = if code == 0 { "completed" } else { "failed" };
+        let (conn, scope) = (self.conn.clone(), self.scope(json!({"itemId": id})));
+        let mut at = approved_at;
+        let ran = run_command(
+            step,
+            &raw,
+            &cwd,
+            &mut |pid| {
+                if at.is_none() {
+                    at = Some(self.started(&started_item(pid)));
+                }
+            },
+            &mut |delta| {
+                let mut p = scope.clone();
+                p["delta"] = json!(delta);
+                conn.notify("item/commandExecution/outputDelta", p);
+            },
+        );
+        let at = at.unwrap_or_else(now_ms);
+        let status = if ran.code == 0 { "completed" } else { "failed" };
         let done = item(
             "unifiedExecStartup",
             status,
-            json!(pid),
-            json!(output),
-            json!(code),
+            ran.pid,
+            ran.output,
+            json!(ran.code),
             json!(0),
         );
         self.completed(done, at);
         Ok(())
+    }
+
+    /// The client's answer to an approval request of `method`: a decision its response type
+    /// takes, else (a JSON-RPC error, a result that does not deserialize) a failed request.
+    fn decision(&self, method: &str, reply: &Value) -> Decision {
+        let Some(result) = reply.get("result") else {
+            return Decision::Failed;
+        };
+        if matches!(
+            (self.conn.fake.protocol.check_response)(method, result),
+            Some(Err(_))
+        ) {
+            return Decision::Failed;
+        }
+        match result["decision"].as_str() {
+            Some("decline") => Decision::Decline,
+            Some("cancel") => Decision::Cancel,
+            _ => Decision::Accept(result["decision"].clone()),
+        }
+    }
+
+    /// The approval request just answered is resolved.
+    fn resolved(&self) {
+        if let Some(id) = self.conn.last_request_id() {
+            self.notify_thread("serverRequest/resolved", json!({"requestId": id}));
+        }
+    }
+
+    /// An approval request left unanswered until the turn was interrupted: the response's usage
+    /// is reported, the turn ends, and only then is the request resolved (checked on 0.171.0);
+    /// the request timing out ends the turn the same way.
+    fn unanswered(&mut self) -> Result<(), End> {
+        self.end_response();
+        self.pending_resolved = self.conn.last_request_id();
+        self.ctl.acked.store(true, Ordering::SeqCst);
+        Err(End::Interrupted)
     }
 
     /// Whether the thread's approvals go to codex's reviewer (`approvalsReviewer: "auto_review"`).
@@ -1373,13 +1570,12 @@ impl<'a> Ctx<'a> {
     /// Under `workspace-write` the writable roots are the cwd and the temp dirs; `read-only`
     /// writes nowhere, `danger-full-access` everywhere.
     fn needs_approval(&self, path: &str, cwd: &str) -> bool {
-        let cfg = &self.conn.fake.config;
         if self.approval_policy() == "never" {
             return false;
         }
-        match cfg.sandbox_mode.as_str() {
-            "danger-full-access" => false,
-            "workspace-write" => {
+        match self.sandbox_type().as_str() {
+            "dangerFullAccess" => false,
+            "workspaceWrite" => {
                 let tmpdir = std::env::var("TMPDIR").unwrap_or_default();
                 let roots = [cwd, "/tmp", tmpdir.as_str()];
                 !roots
@@ -1662,33 +1858,135 @@ fn split_chunks(chars: &[char], n: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-/// Runs the command as the shell tool does (`/bin/bash -lc`, stderr with stdout) unless the
-/// step scripts `output`/`exit_code`. Returns (pid as the real server shows it, output, code).
-fn run_command(step: &Value, command: &str, cwd: &str) -> (String, String, i64) {
-    if let Some(out) = step["output"].as_str() {
-        let code = step["exit_code"].as_i64().unwrap_or(0);
-        return (std::process::id().to_string(), out.to_string(), code);
+/// What running a command gave, as its item shows it.
+struct Ran {
+    /// The process id (`null` when it could not start).
+    pid: Value,
+    /// stdout and stderr as they arrived (`null` when there was none).
+    output: Value,
+    code: i64,
+}
+
+/// The item's output is capped: the first and last half MiB, the rest counted (codex's
+/// head/tail buffer).
+const OUTPUT_CAP: usize = 1 << 20;
+
+fn capped(bytes: &[u8]) -> String {
+    if bytes.len() <= OUTPUT_CAP {
+        return String::from_utf8_lossy(bytes).into_owned();
     }
-    let child = std::process::Command::new("/bin/bash")
-        .arg("-lc")
-        .arg(format!("exec 2>&1\n{command}"))
+    let half = OUTPUT_CAP / 2;
+    format!(
+        "{}\n... {} bytes omitted ...\n{}",
+        String::from_utf8_lossy(&bytes[..half]),
+        bytes.len() - OUTPUT_CAP,
+        String::from_utf8_lossy(&bytes[bytes.len() - half..])
+    )
+}
+
+/// Output read later than this after the start also streams as `outputDelta` (codex waits
+/// this long for a quick exit before it streams).
+const STREAM_AFTER: Duration = Duration::from_millis(150);
+
+/// Runs the command as the shell tool does (`/bin/bash -lc`, stdout and stderr on one pipe)
+/// unless the step scripts `output`/`exit_code`. `started` gets the process id once it runs;
+/// `delta` each piece of output read after [`STREAM_AFTER`] (at most 8 KiB each).
+fn run_command(
+    step: &Value,
+    command: &str,
+    cwd: &str,
+    started: &mut dyn FnMut(&Value),
+    delta: &mut dyn FnMut(&str),
+) -> Ran {
+    if let Some(out) = step["output"].as_str() {
+        let pid = json!(std::process::id().to_string());
+        started(&pid);
+        return Ran {
+            pid,
+            output: if out.is_empty() {
+                Value::Null
+            } else {
+                json!(out)
+            },
+            code: step["exit_code"].as_i64().unwrap_or(0),
+        };
+    }
+    let mut spawn_failed = |e: std::io::Error| {
+        let pid = Value::Null;
+        started(&pid);
+        Ran {
+            pid,
+            output: json!(format!("Failed to create unified exec process: {e}")),
+            code: -1,
+        }
+    };
+    let (mut reader, writer) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return spawn_failed(e),
+    };
+    let mut cmd = std::process::Command::new("/bin/bash");
+    cmd.arg("-lc")
+        .arg(command)
         .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .spawn();
-    match child {
-        Ok(c) => {
-            let pid = c.id().to_string();
-            match c.wait_with_output() {
-                Ok(o) => (
-                    pid,
-                    String::from_utf8_lossy(&o.stdout).into_owned(),
-                    o.status.code().map_or(-1, i64::from),
-                ),
-                Err(e) => (pid, e.to_string(), -1),
+        .stdin(std::process::Stdio::null());
+    match writer.try_clone() {
+        Ok(w2) => {
+            cmd.stdout(writer).stderr(w2);
+        }
+        Err(e) => return spawn_failed(e),
+    }
+    let spawned = cmd.spawn();
+    // The parent's copies of the pipe's write end go with `cmd`: end of output is the child's.
+    drop(cmd);
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return spawn_failed(e),
+    };
+    let since = Instant::now();
+    let pid = json!(child.id().to_string());
+    started(&pid);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    // Bytes held back from a delta until they complete a UTF-8 character.
+    let mut held = Vec::new();
+    loop {
+        match std::io::Read::read(&mut reader, &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                if since.elapsed() >= STREAM_AFTER {
+                    held.extend_from_slice(&buf[..n]);
+                    let cut = match std::str::from_utf8(&held) {
+                        Ok(_) => held.len(),
+                        Err(e) => e.valid_up_to(),
+                    };
+                    if cut > 0 {
+                        let text = String::from_utf8_lossy(&held[..cut]).into_owned();
+                        held.drain(..cut);
+                        delta(&text);
+                    }
+                }
             }
         }
-        Err(e) => (String::new(), e.to_string(), 127),
+    }
+    let code = match child.wait() {
+        Ok(st) => st
+            .code()
+            .map(i64::from)
+            .or_else(|| {
+                std::os::unix::process::ExitStatusExt::signal(&st).map(|s| 128 + i64::from(s))
+            })
+            .unwrap_or(-1),
+        Err(_) => -1,
+    };
+    Ran {
+        pid,
+        output: if out.is_empty() {
+            Value::Null
+        } else {
+            json!(capped(&out))
+        },
+        code,
     }
 }
 

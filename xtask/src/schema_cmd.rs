@@ -10,6 +10,8 @@
 //! * `facts/ts.json`: declaration-order facts parsed from `codex app-server generate-ts
 //!   --experimental` (see `ts_facts`);
 //! * `facts/probed.json`: facts probed from the running server (see `probe`);
+//! * `facts/models.json`: the model catalog the binary ships (`codex debug models`), the parts
+//!   that show in the server's messages: context windows, service tiers;
 //! * `PROVENANCE.md`.
 //!
 //! Without `--version` every supported version is refreshed (checked); `--version V` adds or
@@ -34,6 +36,7 @@ const MANAGED: &[&str] = &[
     "stable",
     "facts/ts.json",
     "facts/probed.json",
+    "facts/models.json",
     "PROVENANCE.md",
 ];
 
@@ -47,6 +50,32 @@ const STABLE_CMD: &[&str] = &["app-server", "generate-json-schema", "--out"];
 /// The one file of the stable bundle that is vendored.
 const BUNDLE: &str = "codex_app_server_protocol.schemas.json";
 const TS_CMD: &[&str] = &["app-server", "generate-ts", "--experimental", "--out"];
+const MODELS_CMD: &[&str] = &["debug", "models"];
+
+/// `facts/models.json` from `codex debug models`: per catalog model (catalog order), its slug,
+/// context window, the share of it codex reports (percent) and its service tier ids.
+pub fn model_facts(catalog: &str) -> Result<String, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(catalog).map_err(|e| format!("`codex debug models`: {e}"))?;
+    let models = v["models"]
+        .as_array()
+        .ok_or("`codex debug models` printed no `models` list")?;
+    let facts: Vec<serde_json::Value> = models
+        .iter()
+        .map(|m| {
+            let tiers: Vec<&serde_json::Value> = m["service_tiers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| &t["id"])
+                .collect();
+            serde_json::json!({"slug": m["slug"], "context_window": m["context_window"],
+                "effective_context_window_percent": m["effective_context_window_percent"],
+                "service_tiers": tiers})
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n")
+}
 
 struct Args {
     version: Option<String>,
@@ -155,6 +184,7 @@ fn provenance(codex_version_line: &str, version: &str) -> String {
     let json_cmd = JSON_CMD.join(" ");
     let ts_cmd = TS_CMD.join(" ");
     let stable_cmd = STABLE_CMD.join(" ");
+    let models_cmd = MODELS_CMD.join(" ");
     format!(
         "# Provenance of schema/{version}/
 
@@ -174,6 +204,7 @@ codex --version
 codex {json_cmd} <T1>
 codex {ts_cmd} <T2>
 codex {stable_cmd} <T3>
+codex {models_cmd}
 ```
 
 | file | source |
@@ -182,6 +213,7 @@ codex {stable_cmd} <T3>
 | `stable/{BUNDLE}` | `<T3>/{BUNDLE}`, byte for byte: the methods and fields it lacks need `experimentalApi` |
 | `facts/ts.json` | derived from `<T2>` by xtask/src/ts_facts.rs: per TypeScript type, the declaration order of object keys and union members that the JSON schema loses |
 | `facts/probed.json` | observed from the running binary by xtask/src/probe.rs |
+| `facts/models.json` | the model catalog `codex {models_cmd}` prints, reduced by xtask/src/schema_cmd.rs to what shows in messages |
 | `facts/overrides.json` | by hand (seeded from the nearest version when the directory was added) |
 "
     )
@@ -236,6 +268,8 @@ fn generate(
     let probed = probe::probe_facts(codex, &stage.join("json").join(BUNDLE));
     let probed = serde_json::to_string_pretty(&probed).map_err(|e| e.to_string())? + "\n";
     write(&stage.join("facts/probed.json"), &probed)?;
+    let catalog = run_codex(codex, MODELS_CMD)?;
+    write(&stage.join("facts/models.json"), &model_facts(&catalog)?)?;
     write(
         &stage.join("PROVENANCE.md"),
         &provenance(&version_line, &version),

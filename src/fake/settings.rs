@@ -1,0 +1,479 @@
+//! A thread's settings as the real server resolves them from `thread/start` (and `fork`,
+//! `resume`) params over the configuration: cwd, workspace roots and environments, sandbox and
+//! permission profile, approval policy and reviewer, model, provider, effort, service tier.
+//! Each rule was read off codex 0.171.0 (the `thread/start` result for each param form against
+//! each config, `tests/corpus/fidelity/`); the names of codex's own functions are given where the
+//! rule lives (app-server `thread_processor.rs`).
+
+use super::config::Config;
+use serde_json::{json, Map, Value};
+use std::path::{Component, Path, PathBuf};
+
+/// One model of the version's catalog (`schema/<V>/facts/models.json`).
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct ModelInfo {
+    pub slug: String,
+    pub context_window: Option<i64>,
+    pub effective_context_window_percent: Option<i64>,
+    #[serde(default)]
+    pub service_tiers: Vec<String>,
+}
+
+/// The model catalog of the version the fake answers as.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog(Vec<ModelInfo>);
+
+/// The context window codex assumes for a model it has no metadata for.
+const FALLBACK_WINDOW: i64 = 272_000;
+/// The share of the window codex reports when the catalog names none.
+const FALLBACK_PERCENT: i64 = 95;
+
+impl Catalog {
+    pub fn of(p: &crate::Protocol) -> Catalog {
+        // Checked by the protocol's tests: a catalog that does not parse is a build bug.
+        Catalog(serde_json::from_str(p.models).unwrap_or_default())
+    }
+
+    /// The catalog entry of a slug: codex matches a catalog slug that the requested one starts
+    /// with (`gpt-5.55` is `gpt-5.5`), case-sensitively; the longest such slug wins.
+    pub fn find(&self, slug: &str) -> Option<&ModelInfo> {
+        self.0
+            .iter()
+            .filter(|m| slug.starts_with(&m.slug))
+            .max_by_key(|m| m.slug.len())
+    }
+
+    /// `modelContextWindow` of token usage reports: the configured window (else the catalog's,
+    /// else codex's fallback), times the share the catalog reports (codex's
+    /// `TurnContext::model_context_window`).
+    pub fn context_window(&self, slug: &str, cfg: &Config) -> i64 {
+        let info = self.find(slug);
+        let window = cfg
+            .context_window
+            .or(info.and_then(|m| m.context_window))
+            .unwrap_or(FALLBACK_WINDOW);
+        let percent = info
+            .and_then(|m| m.effective_context_window_percent)
+            .unwrap_or(FALLBACK_PERCENT);
+        window * percent / 100
+    }
+
+    /// The warning codex sends for a model it has no metadata for, if it is one.
+    pub fn unknown_model_warning(&self, slug: &str) -> Option<String> {
+        self.find(slug).is_none().then(|| {
+            format!(
+                "Model metadata for `{slug}` not found. Defaulting to fallback metadata; this can \
+                 degrade performance and cause issues."
+            )
+        })
+    }
+
+    /// A thread's service tier: `null` asks for `default`, `fast` is `priority`; a tier the
+    /// model does not advertise (`default` and `flex` always are) is dropped with a warning.
+    /// `requested`: the param (`None`: absent), else the configured tier.
+    pub fn service_tier(
+        &self,
+        requested: Option<&Value>,
+        cfg: &Config,
+        model: &str,
+    ) -> (Value, Option<String>) {
+        let tier = match requested {
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => "default".into(),
+            None => match &cfg.service_tier {
+                Some(t) => t.clone(),
+                None => return (Value::Null, None),
+            },
+        };
+        let tier = if tier == "fast" {
+            "priority".to_string()
+        } else {
+            tier
+        };
+        let advertised = self
+            .find(model)
+            .is_some_and(|m| m.service_tiers.contains(&tier));
+        if tier == "default" || tier == "flex" || advertised {
+            return (json!(tier), None);
+        }
+        let warning = format!(
+            "Configured service tier `{tier}` is not advertised as supported for model \
+             `{model}` and will be omitted from requests."
+        );
+        (Value::Null, Some(warning))
+    }
+}
+
+/// A path as codex resolves a client's `cwd`: empty is the server's cwd, `~` the home
+/// directory, a relative path is joined to the server's cwd; then `.` and `..` are resolved and
+/// doubled or trailing slashes dropped, without touching the file system.
+pub fn resolve_path(p: &str, base: &Path) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let joined: PathBuf = if p.is_empty() {
+        base.to_path_buf()
+    } else if p == "~" {
+        PathBuf::from(&home)
+    } else if let Some(rest) = p.strip_prefix("~/") {
+        Path::new(&home).join(rest)
+    } else {
+        base.join(p)
+    };
+    normalize(&joined)
+}
+
+/// `.` and `..` resolved lexically; no trailing slash (but `/`).
+pub fn normalize(p: &Path) -> String {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(x) => out.push(x),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out.to_string_lossy().into_owned()
+}
+
+/// Only `..` resolved (an environment's `cwd` keeps a trailing slash).
+fn resolve_parents(p: &str) -> String {
+    if !p.split('/').any(|s| s == "..") {
+        return p.to_string();
+    }
+    let trailing = p.ends_with('/');
+    let mut n = normalize(Path::new(p));
+    if trailing && n != "/" {
+        n.push('/');
+    }
+    n
+}
+
+/// A thread's sandbox as configured: a named permission profile, a sandbox mode, or codex's
+/// default (read-only, shown as the `:read-only` profile).
+#[derive(Clone, Debug, PartialEq)]
+enum Sandbox {
+    Default,
+    Mode(String),
+    Profile(String),
+}
+
+/// A built-in permission profile's sandbox mode.
+fn profile_mode(id: &str) -> Result<&'static str, String> {
+    match id {
+        ":read-only" => Ok("read-only"),
+        ":workspace" => Ok("workspace-write"),
+        ":danger-full-access" => Ok("danger-full-access"),
+        p if p.starts_with(':') => Err(format!(
+            "failed to load configuration: default_permissions refers to unknown built-in \
+             profile `{p}`"
+        )),
+        _ => Err(
+            "failed to load configuration: default_permissions requires a `[permissions]` table"
+                .into(),
+        ),
+    }
+}
+
+const SANDBOX_MODES: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
+
+/// What the resolved settings show, kept with the thread (`info` keys of the store).
+pub struct Resolved {
+    pub cwd: String,
+    pub roots: Vec<String>,
+    /// `None`: the default local environment; `Some([])`: none.
+    pub environments: Option<Vec<Value>>,
+    pub sandbox: Value,
+    pub profile: Value,
+    pub approval_policy: Value,
+    pub approvals_reviewer: String,
+    pub model: String,
+    pub provider: String,
+    pub effort: Value,
+    pub service_tier: Value,
+    /// `warning` notifications the thread's start sends (after `thread/started`).
+    pub warnings: Vec<String>,
+    /// Where the sandbox came from (`mode:<mode>`, `profile:<id>`, or none): what a fork keeps.
+    pub setting: Value,
+}
+
+impl Resolved {
+    /// Writes the settings into a thread's stored info.
+    pub fn store(&self, info: &mut Value) {
+        info["cwd"] = json!(self.cwd);
+        info["roots"] = json!(self.roots);
+        info["environments"] = self.environments.clone().map_or(Value::Null, Value::Array);
+        info["sandbox"] = self.sandbox.clone();
+        info["permissionProfile"] = self.profile.clone();
+        info["approvalPolicy"] = self.approval_policy.clone();
+        info["approvalsReviewer"] = json!(self.approvals_reviewer);
+        info["model"] = json!(self.model);
+        info["provider"] = json!(self.provider);
+        info["effort"] = self.effort.clone();
+        info["serviceTier"] = self.service_tier.clone();
+        info["sandboxSetting"] = self.setting.clone();
+    }
+}
+
+/// A granular approval policy as codex echoes it: all five flags, in its order.
+fn approval_policy(v: &Value) -> Value {
+    match v.get("granular") {
+        Some(g) => {
+            let f = |k: &str| json!(g[k].as_bool().unwrap_or(false));
+            json!({"granular": {"sandbox_approval": f("sandbox_approval"), "rules": f("rules"),
+                   "skill_approval": f("skill_approval"),
+                   "request_permissions": f("request_permissions"),
+                   "mcp_elicitations": f("mcp_elicitations")}})
+        }
+        None => v.clone(),
+    }
+}
+
+/// `guardian_subagent` is the old name of `auto_review`.
+fn reviewer(v: &str) -> String {
+    if v == "guardian_subagent" {
+        "auto_review".into()
+    } else {
+        v.to_string()
+    }
+}
+
+/// The `sandbox` object of thread results and settings for a sandbox mode; `roots` are the
+/// thread's workspace roots, `cwd` its cwd (`compatibility_sandbox_policy_for_permission_profile`:
+/// the cwd is writable as a root; without it among the roots, `/tmp` and `$TMPDIR` are
+/// written instead).
+fn sandbox_object(mode: &str, roots: &[String], cwd: &str, cfg: &Config) -> Value {
+    match mode {
+        "danger-full-access" => json!({"type": "dangerFullAccess"}),
+        "workspace-write" => {
+            let network = cfg.bool("sandbox_workspace_write.network_access");
+            if roots.iter().any(|r| r == cwd) {
+                let writable: Vec<&String> = roots.iter().filter(|r| *r != cwd).collect();
+                json!({"type": "workspaceWrite", "writableRoots": writable,
+                       "networkAccess": network,
+                       "excludeTmpdirEnvVar": cfg.bool("sandbox_workspace_write.exclude_tmpdir_env_var"),
+                       "excludeSlashTmp": cfg.bool("sandbox_workspace_write.exclude_slash_tmp")})
+            } else {
+                let mut writable: Vec<String> = roots.to_vec();
+                let tmpdir = std::env::var("TMPDIR").ok().filter(|t| !t.is_empty());
+                for extra in std::iter::once("/tmp".to_string()).chain(tmpdir.clone()) {
+                    if !writable.contains(&extra) {
+                        writable.push(extra);
+                    }
+                }
+                let tmpdir_writable = tmpdir.is_some_and(|t| Path::new(&t).is_dir());
+                json!({"type": "workspaceWrite", "writableRoots": writable,
+                       "networkAccess": network, "excludeTmpdirEnvVar": !tmpdir_writable,
+                       "excludeSlashTmp": false})
+            }
+        }
+        _ => json!({"type": "readOnly", "networkAccess": false}),
+    }
+}
+
+/// The environments param of `thread/start`: `None` (absent or `null`) for the default local
+/// one; each entry's `cwd` as sent (`..` resolved), its roots (else `[cwd]`).
+fn environments(v: &Value) -> Result<Option<Vec<Value>>, String> {
+    let Some(list) = v.as_array() else {
+        return Ok(None);
+    };
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for e in list {
+        let id = e["environmentId"].as_str().unwrap_or_default();
+        if seen.contains(&id) {
+            return Err(format!("duplicate turn environment id `{id}`"));
+        }
+        seen.push(id);
+        if id != "local" {
+            return Err(format!("unknown turn environment id `{id}`"));
+        }
+        let cwd = e["cwd"].as_str().unwrap_or_default();
+        if !cwd.starts_with('/') {
+            return Err(format!(
+                "invalid cwd for environment `{id}`: path `{cwd}` does not use absolute POSIX \
+                 or Windows path syntax"
+            ));
+        }
+        let roots: Vec<String> = match e["runtimeWorkspaceRoots"].as_array() {
+            Some(r) => {
+                let mut roots = Vec::new();
+                for x in r.iter().filter_map(Value::as_str) {
+                    if !x.starts_with('/') {
+                        return Err(format!(
+                            "invalid runtime workspace root for environment `{id}`: path `{x}` \
+                             does not use absolute POSIX or Windows path syntax"
+                        ));
+                    }
+                    roots.push(normalize(Path::new(x)));
+                }
+                roots
+            }
+            None => vec![normalize(Path::new(cwd))],
+        };
+        out.push(json!({"environmentId": id, "cwd": resolve_parents(cwd),
+                        "runtimeWorkspaceRoots": roots}));
+    }
+    Ok(Some(out))
+}
+
+/// A list of paths without repeats, order kept.
+fn dedup(paths: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in paths {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// `thread/start`'s settings (`thread_start_inner`, `build_thread_config_overrides`): params
+/// first, then the thread's `config` param, then config.toml and `-c`.
+pub fn for_start(
+    base: &Config,
+    catalog: &Catalog,
+    server_cwd: &Path,
+    params: &Value,
+) -> Result<Resolved, String> {
+    let given = |k: &str| params.get(k).filter(|v| !v.is_null());
+    if given("permissions").is_some() && given("sandbox").is_some() {
+        return Err("`permissions` cannot be combined with `sandbox`".into());
+    }
+    let layer: Map<String, Value> = params["config"].as_object().cloned().unwrap_or_default();
+    let cfg = base.layered(&layer);
+    let cwd = resolve_path(params["cwd"].as_str().unwrap_or_default(), server_cwd);
+    let environments = environments(&params["environments"])?;
+    let roots = match (&environments, params["runtimeWorkspaceRoots"].as_array()) {
+        (Some(envs), _) => envs
+            .first()
+            .and_then(|e| e["runtimeWorkspaceRoots"].as_array())
+            .map(|r| {
+                dedup(
+                    r.iter()
+                        .filter_map(Value::as_str)
+                        .map(|s| normalize(Path::new(s))),
+                )
+            })
+            .unwrap_or_default(),
+        (None, Some(r)) => dedup(
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(|s| normalize(Path::new(s))),
+        ),
+        (None, None) => vec![cwd.clone()],
+    };
+    // The thread's `config` layer before config.toml; within one layer a permission profile
+    // before a sandbox mode.
+    let layer_str = |k: &str| layer.get(k).and_then(Value::as_str).map(str::to_string);
+    let sandbox = if let Some(p) = given("permissions").and_then(Value::as_str) {
+        Sandbox::Profile(p.to_string())
+    } else if let Some(m) = given("sandbox").and_then(Value::as_str) {
+        Sandbox::Mode(m.to_string())
+    } else if let Some(p) = layer_str("default_permissions") {
+        Sandbox::Profile(p)
+    } else if let Some(m) = layer_str("sandbox_mode") {
+        Sandbox::Mode(m)
+    } else if let Some(p) = &base.default_permissions {
+        Sandbox::Profile(p.clone())
+    } else if let Some(m) = &base.sandbox_mode {
+        Sandbox::Mode(m.clone())
+    } else {
+        Sandbox::Default
+    };
+    let (mode, profile) = match &sandbox {
+        Sandbox::Default => ("read-only", json!({"id": ":read-only", "extends": null})),
+        Sandbox::Mode(m) => match SANDBOX_MODES.iter().find(|x| *x == m) {
+            Some(m) => (*m, Value::Null),
+            None => {
+                return Err(format!(
+                    "failed to load configuration: unknown variant `{m}`, expected one of \
+                     `read-only`, `workspace-write`, `danger-full-access`\nin `sandbox_mode`\n"
+                ))
+            }
+        },
+        Sandbox::Profile(p) => (profile_mode(p)?, json!({"id": p, "extends": null})),
+    };
+    let model = given("model")
+        .and_then(Value::as_str)
+        .map_or_else(|| cfg.model.clone(), str::to_string);
+    let provider = given("modelProvider")
+        .and_then(Value::as_str)
+        .map_or_else(|| cfg.provider.clone(), str::to_string);
+    let (service_tier, tier_warning) =
+        catalog.service_tier(params.get("serviceTier"), &cfg, &model);
+    let setting = match &sandbox {
+        Sandbox::Default => Value::Null,
+        Sandbox::Mode(m) => json!(format!("mode:{m}")),
+        Sandbox::Profile(p) => json!(format!("profile:{p}")),
+    };
+    Ok(Resolved {
+        setting,
+        sandbox: sandbox_object(mode, &roots, &cwd, &cfg),
+        profile,
+        approval_policy: given("approvalPolicy")
+            .map_or_else(|| json!(cfg.approval_policy), approval_policy),
+        approvals_reviewer: given("approvalsReviewer")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| cfg.approvals_reviewer.clone())
+            .map_or_else(|| "user".into(), |r| reviewer(&r)),
+        effort: cfg
+            .reasoning_effort
+            .clone()
+            .map_or(Value::Null, Value::from),
+        warnings: tier_warning.into_iter().collect(),
+        cwd,
+        roots,
+        environments,
+        model,
+        provider,
+        service_tier,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_as_codex_resolves_a_cwd() {
+        let base = Path::new("/w");
+        assert_eq!(resolve_path("", base), "/w");
+        assert_eq!(resolve_path(".", base), "/w");
+        assert_eq!(resolve_path("./sub", base), "/w/sub");
+        assert_eq!(resolve_path("sub/", base), "/w/sub");
+        assert_eq!(resolve_path("sub/..", base), "/w");
+        assert_eq!(resolve_path("/a/./b/../b/", base), "/a/b");
+        assert_eq!(resolve_path("//a//b", base), "/a/b");
+        assert_eq!(resolve_path("/", base), "/");
+        assert_eq!(resolve_parents("/o/../w/"), "/w/");
+        assert_eq!(resolve_parents("/o/w/"), "/o/w/");
+    }
+
+    #[test]
+    fn a_granular_policy_is_echoed_with_every_flag_in_codex_order() {
+        let p = approval_policy(
+            &json!({"granular": {"mcp_elicitations": true, "rules": false,
+                                                      "sandbox_approval": true}}),
+        );
+        assert_eq!(
+            p.to_string(),
+            r#"{"granular":{"sandbox_approval":true,"rules":false,"skill_approval":false,"request_permissions":false,"mcp_elicitations":true}}"#
+        );
+    }
+
+    #[test]
+    fn every_version_s_catalog_parses_and_prefix_matches() {
+        for p in crate::versions() {
+            let c = Catalog::of(p);
+            assert!(!c.0.is_empty(), "schema/{}/facts/models.json", p.version);
+            let first = c.0[0].slug.clone();
+            assert_eq!(
+                c.find(&format!("{first}x")).map(|m| m.slug.as_str()),
+                Some(first.as_str())
+            );
+            assert!(c.find("no-such-model").is_none());
+        }
+    }
+}
