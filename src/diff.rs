@@ -22,6 +22,11 @@ use std::path::Path;
 /// (`warning`: the unstable-features warning was seen on either side of the `thread/start`
 /// result; `thread/goal/cleared`: after a `thread/resume` result, on either side of the next
 /// request's result.)
+/// Notifications the real server sends or not from run to run: a command's output streams as
+/// `outputDelta` only when it is read after codex's early-exit wait (~150 ms), which a quick
+/// command may or may not outlast. Left out of the comparison on both sides.
+pub const OPTIONAL: &[&str] = &["item/commandExecution/outputDelta"];
+
 pub const FLOATING: &[&str] = &[
     "remoteControl/status/changed",
     "configWarning",
@@ -170,7 +175,7 @@ impl Masker {
             rest = &rest[i + 36..];
         }
         masked.push_str(rest);
-        mask_rollout_stamp(&masked)
+        mask_port(&mask_rollout_stamp(&masked))
     }
 
     fn value(&mut self, key: Option<&str>, v: &Value) -> Value {
@@ -197,6 +202,26 @@ impl Masker {
             _ => v.clone(),
         }
     }
+}
+
+/// `http://127.0.0.1:<port>`: the scripted model listens on a port of the run's own (codex
+/// names it in its HTTP error texts).
+fn mask_port(s: &str) -> String {
+    const LOOPBACK: &str = "http://127.0.0.1:";
+    if !s.contains(LOOPBACK) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(LOOPBACK) {
+        let after = &rest[i + LOOPBACK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..i + LOOPBACK.len()]);
+        out.push_str(if digits > 0 { "<port>" } else { "" });
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `2026-12-01T04:34:13.096Z` (fraction optional).
@@ -285,6 +310,12 @@ pub fn masked(transcript: &str) -> Result<Vec<Entry>, String> {
         let (Some(dir), Some(msg)) = (v["dir"].as_str(), v.get("msg")) else {
             continue;
         };
+        if msg["method"]
+            .as_str()
+            .is_some_and(|m| OPTIONAL.contains(&m))
+        {
+            continue;
+        }
         raw.push(Entry {
             dir: dir.to_string(),
             msg: msg.clone(),

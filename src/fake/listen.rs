@@ -17,15 +17,33 @@ use std::time::Duration;
 use tungstenite::protocol::{Role, WebSocket};
 use tungstenite::Message;
 
+/// How long codex 0.171.0 takes to load its configuration and fail on a bad one (measured:
+/// 150–250 ms on this machine's kind).
+const STARTUP_MS: u64 = 200;
+
 pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
     let fake = Fake::new(dir, &a.overrides, a.protocol.unwrap_or_else(crate::newest));
     // SAFETY: getppid has no preconditions.
     let ppid = unsafe { libc::getppid() };
     fake.record(json!({"event": "spawn", "argv": args, "ppid": ppid}));
-    // A configuration codex refuses: it says why and exits before reading a line.
+    // A configuration codex refuses: it says why and exits without answering. It takes codex
+    // a moment to load its configuration: the lines a client writes meanwhile are in the
+    // transcript, as a proxy in front of the real server records them.
     if let Some(e) = fake.config.startup_error() {
+        let early = fake.clone();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lines().map_while(Result::ok) {
+                let msg = serde_json::from_str::<serde_json::Value>(&line).ok();
+                early.record(match msg {
+                    Some(m) => json!({"dir": "in", "msg": m}),
+                    None => json!({"dir": "in", "raw": line}),
+                });
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(STARTUP_MS));
         eprintln!("Error: {e}");
         fake.record(json!({"event": "exit", "code": 1}));
+        fake.transcript.flush();
         return ExitCode::FAILURE;
     }
     watch_signals(fake.clone());

@@ -10,6 +10,7 @@ mod listen;
 mod project;
 mod server;
 pub mod settings;
+pub mod shell;
 mod state;
 mod turns;
 

@@ -139,6 +139,8 @@ pub struct Conn {
     client_name: Mutex<String>,
     /// Threads this connection unsubscribed from.
     unsubscribed: Mutex<HashSet<String>>,
+    /// `initialize`'s `optOutNotificationMethods`.
+    opt_out: Mutex<Vec<String>>,
 }
 
 /// What the transport loop does after a line.
@@ -162,6 +164,7 @@ impl Conn {
             replied: Condvar::new(),
             next_id: AtomicI64::new(0),
             closed: AtomicBool::new(false),
+            opt_out: Mutex::new(Vec::new()),
             client_name: Mutex::new("codex".into()),
             unsubscribed: Mutex::new(HashSet::new()),
         })
@@ -241,7 +244,17 @@ impl Conn {
     }
 
     pub fn notify(&self, method: &str, params: Value) {
+        if self.withheld(method) {
+            return;
+        }
         self.send(json!({"method": method, "params": params, "emittedAtMs": now_ms()}));
+    }
+
+    /// Notifications this connection does not get: the experimental ones without the
+    /// `experimentalApi` capability, and the methods it opted out of (exact names).
+    fn withheld(&self, method: &str) -> bool {
+        (EXPERIMENTAL_NOTIFICATIONS.contains(&method) && !lock(&self.session).experimental_api())
+            || lock(&self.opt_out).iter().any(|m| m == method)
     }
 
     fn result(&self, id: &Value, result: Value) {
@@ -475,6 +488,13 @@ impl Conn {
         let name = params["clientInfo"]["name"].as_str().unwrap_or("codex");
         let version = params["clientInfo"]["version"].as_str().unwrap_or("");
         *lock(&self.client_name) = name.to_string();
+        *lock(&self.opt_out) = params["capabilities"]["optOutNotificationMethods"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
         let ua = format!(
             "{name}/{} ({}; {}) {} ({name}; {version})",
             self.fake.protocol.version,
@@ -692,25 +712,16 @@ impl Conn {
                "reasoning_effort": info["effort"], "developer_instructions": null}})
     }
 
-    /// A `turn/start` `collaborationMode` as the thread keeps it: Plan mode without
-    /// instructions gets codex's built-in ones.
-    fn requested_mode(&self, mode: &Value) -> Value {
-        let settings = &mode["settings"];
-        let mut instructions = settings["developer_instructions"].clone();
-        if instructions.is_null() && mode["mode"] == "plan" {
-            instructions = json!(self.fake.turn_facts.plan_mode_instructions);
-        }
-        json!({"mode": mode["mode"], "settings": {"model": settings["model"],
-               "reasoning_effort": settings["reasoning_effort"],
-               "developer_instructions": instructions}})
-    }
-
     /// `thread/settings/updated`'s settings, in the real server's key order.
     fn thread_settings(&self, info: &Value) -> Value {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
         let (sandbox, profile) = self.sandbox_of(info);
+        let plugins = match &info["disabledPluginIds"] {
+            Value::Array(a) => Value::Array(a.clone()),
+            _ => json!([]),
+        };
         json!({
-            "disabledPluginIds": [], "cwd": cwd,
+            "disabledPluginIds": plugins, "cwd": cwd,
             "environments": self.environments_of(info),
             "approvalPolicy": self.approval_policy_of(info),
             "approvalsReviewer": self.reviewer_of(info),
@@ -723,34 +734,33 @@ impl Conn {
         })
     }
 
-    /// `turn/start`'s settings overrides (string-valued ones) stay with the thread; when they change its settings the
-    /// real server says so before the turn's result.
-    fn apply_turn_settings(&self, thread_id: &str, info: &Value, params: &Value) {
-        let mut next = info.clone();
-        for key in TURN_SETTINGS {
-            if params[key].is_string() {
-                next[key] = params[key].clone();
-            }
-        }
-        if params["collaborationMode"].is_object() {
-            next["collaborationMode"] = self.requested_mode(&params["collaborationMode"]);
-        }
+    /// `turn/start`'s settings stay with the thread; when they change what its settings show,
+    /// the real server says so (before the turn's result, mostly: the two race). A refused
+    /// `turn/start` applies nothing.
+    fn apply_turn_settings(
+        &self,
+        thread_id: &str,
+        info: &Value,
+        params: &Value,
+    ) -> Result<Value, String> {
+        let facts = &self.fake.turn_facts;
+        let texts = settings::ModeTexts {
+            plan: facts.plan_mode_instructions.as_deref(),
+            default: facts.default_mode_instructions.as_deref(),
+        };
+        let next = settings::for_turn(&self.fake.config, &self.fake.cwd, info, params, &texts)?;
         let settings = self.thread_settings(&next);
-        if settings == self.thread_settings(info) {
-            return;
+        let changed = settings != self.thread_settings(info);
+        self.fake
+            .store
+            .update(|d| d["threads"][thread_id] = next.clone());
+        if changed {
+            self.notify(
+                "thread/settings/updated",
+                json!({"threadId": thread_id, "threadSettings": settings}),
+            );
         }
-        self.fake.store.update(|d| {
-            let t = &mut d["threads"][thread_id];
-            for key in TURN_SETTINGS.iter().chain(&["collaborationMode"]) {
-                if !next[*key].is_null() {
-                    t[*key] = next[*key].clone();
-                }
-            }
-        });
-        self.notify(
-            "thread/settings/updated",
-            json!({"threadId": thread_id, "threadSettings": settings}),
-        );
+        Ok(next)
     }
 
     /// A new thread's stored info from `thread/start` (or `fork`) params, and the `warning`s
@@ -1452,11 +1462,14 @@ impl Conn {
 
     fn turn_start(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.loaded(params)?;
-        self.apply_turn_settings(&thread_id, &info, params);
+        check_input(&params["input"])?;
+        let nonempty = params["input"].as_array().is_some_and(|a| !a.is_empty());
+        if !params["toolOutput"].is_null() && nonempty {
+            return Err("`toolOutput` cannot be combined with nonempty `input`".into());
+        }
+        let info = self.apply_turn_settings(&thread_id, &info, params)?;
         // Every turn on a model without metadata says so, before the turn's result.
-        let model = params["model"]
-            .as_str()
-            .map_or_else(|| self.model_of(&info), str::to_string);
+        let model = self.model_of(&info);
         if let Some(message) = self.fake.catalog.unknown_model_warning(&model) {
             self.notify(
                 "warning",
@@ -1491,15 +1504,24 @@ impl Conn {
     }
 
     fn turn_steer(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let ctl = self.active_turn(params, "steer")?;
+        // In the real server's order of checks (`turn_steer_inner`, seen on 0.171.0).
+        self.loaded(params)?;
         let want = params["expectedTurnId"].as_str().unwrap_or_default();
+        if want.is_empty() {
+            return Err("expectedTurnId must not be empty".into());
+        }
+        check_input(&params["input"])?;
+        let ctl = self.active_turn(params, "steer")?;
         let current = ctl.turn_id();
         if want != current {
             return Err(format!(
                 "expected active turn id `{want}` but found `{current}`"
             ));
         }
-        ctl.steer(params["input"].clone());
+        if params["input"].as_array().is_none_or(Vec::is_empty) {
+            return Err("input must not be empty".into());
+        }
+        ctl.steer(params.clone());
         self.result(id, json!({"turnId": current}));
         Ok(())
     }
@@ -1513,6 +1535,49 @@ impl Conn {
         turns::start(self, &thread_id, Some(script), false).map(|_| ())
     }
 }
+
+/// What codex refuses in a turn's input before anything else (0.171.0): an image it would have
+/// to fetch.
+fn check_input(input: &Value) -> Result<(), String> {
+    let remote = input.as_array().into_iter().flatten().any(|i| {
+        i["type"] == "image" && i["url"].as_str().is_some_and(|u| !u.starts_with("data:"))
+    });
+    if remote {
+        return Err("remote image URLs are not supported; use an inline data URL instead".into());
+    }
+    Ok(())
+}
+
+/// Notifications codex sends only to clients with the `experimentalApi` capability (read off
+/// 0.171.0's per-notification table; its stable schema bundle lists them all). Other
+/// notifications go to every client, experimental fields included.
+const EXPERIMENTAL_NOTIFICATIONS: &[&str] = &[
+    "thread/readState/changed",
+    "thread/prediction/updated",
+    "thread/queue/changed",
+    "project/changed",
+    "thread/project/updated",
+    "thread/environment/connected",
+    "thread/environment/disconnected",
+    "thread/settings/updated",
+    "autoApprovalReview/strictReviewRequired",
+    "process/outputDelta",
+    "process/exited",
+    "thread/search/partial",
+    "mcpServer/event/stream/notification",
+    "turn/moderationMetadata",
+    "thread/realtime/started",
+    "thread/realtime/itemAdded",
+    "thread/realtime/item/started",
+    "thread/realtime/item/transcript/delta",
+    "thread/realtime/item/completed",
+    "thread/realtime/transcript/delta",
+    "thread/realtime/transcript/done",
+    "thread/realtime/outputAudio/delta",
+    "thread/realtime/sdp",
+    "thread/realtime/error",
+    "thread/realtime/closed",
+];
 
 /// `Debian 12.0.0`: the OS as codex's user agent names it (`/etc/os-release`).
 fn os_description() -> String {
@@ -1641,17 +1706,6 @@ fn read_state(info: &Value) -> Value {
         None => Value::Null,
     }
 }
-
-/// The `turn/start` params that change a thread's settings (and are kept with it).
-const TURN_SETTINGS: [&str; 7] = [
-    "approvalPolicy",
-    "approvalsReviewer",
-    "model",
-    "serviceTier",
-    "effort",
-    "summary",
-    "personality",
-];
 
 /// A client notification whose method the protocol does not know (the real server drops it
 /// silently; its params are the engine's business: dropped, whatever the method).

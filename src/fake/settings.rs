@@ -432,6 +432,182 @@ pub fn for_start(
     })
 }
 
+/// A `sandboxPolicy` param as the thread shows it: codex's defaults filled in.
+fn sandbox_policy(p: &Value) -> Value {
+    let b = |k: &str| json!(p[k].as_bool().unwrap_or(false));
+    match p["type"].as_str() {
+        Some("dangerFullAccess") => json!({"type": "dangerFullAccess"}),
+        Some("readOnly") => json!({"type": "readOnly", "networkAccess": b("networkAccess")}),
+        Some("externalSandbox") => json!({"type": "externalSandbox",
+            "networkAccess": p.get("networkAccess").cloned().unwrap_or_else(|| json!("restricted"))}),
+        _ => json!({"type": "workspaceWrite",
+            "writableRoots": p.get("writableRoots").cloned().unwrap_or_else(|| json!([])),
+            "networkAccess": b("networkAccess"), "excludeTmpdirEnvVar": b("excludeTmpdirEnvVar"),
+            "excludeSlashTmp": b("excludeSlashTmp")}),
+    }
+}
+
+/// The built-in instructions codex fills in for a collaboration mode left without any.
+pub struct ModeTexts<'a> {
+    pub plan: Option<&'a str>,
+    pub default: Option<&'a str>,
+}
+
+/// A `collaborationMode` param as the thread keeps it (`normalize_collaboration_mode`): modes
+/// other than Plan are Default; null instructions get the mode's built-in ones.
+fn collaboration_mode(mode: &Value, texts: &ModeTexts) -> Value {
+    let plan = mode["mode"] == "plan";
+    let settings = &mode["settings"];
+    let mut instructions = settings["developer_instructions"].clone();
+    if instructions.is_null() {
+        let builtin = if plan { texts.plan } else { texts.default };
+        instructions = builtin.map_or(Value::Null, Value::from);
+    }
+    json!({"mode": if plan { "plan" } else { "default" },
+           "settings": {"model": settings["model"], "reasoning_effort": settings["reasoning_effort"],
+                        "developer_instructions": instructions}})
+}
+
+/// `turn/start`'s settings over a thread's (`build_thread_settings_overrides`): each param
+/// given replaces the thread's setting, and stays for later turns. Returns the thread's info
+/// with them applied, or the real server's error. Checked on 0.171.0, param by param.
+pub fn for_turn(
+    base: &Config,
+    server_cwd: &Path,
+    info: &Value,
+    params: &Value,
+    texts: &ModeTexts,
+) -> Result<Value, String> {
+    let given = |k: &str| params.get(k).filter(|v| !v.is_null());
+    if given("permissions").is_some() && given("sandboxPolicy").is_some() {
+        return Err("`permissions` cannot be combined with `sandboxPolicy`".into());
+    }
+    let mut next = info.clone();
+    let old_cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+    // Where the thread works: environments, cwd, workspace roots.
+    let envs = environments(&params["environments"])?;
+    let mut cwd = given("cwd")
+        .and_then(Value::as_str)
+        .map(|c| resolve_path(c, server_cwd));
+    match &envs {
+        Some(list) => {
+            if cwd.is_none() {
+                cwd = list
+                    .first()
+                    .and_then(|e| e["cwd"].as_str())
+                    .map(|c| normalize(Path::new(c)));
+            }
+            next["environments"] = Value::Array(list.clone());
+        }
+        None if cwd.is_some() || given("runtimeWorkspaceRoots").is_some() => {
+            next["environments"] = Value::Null;
+        }
+        None => {}
+    }
+    let cwd = cwd.unwrap_or_else(|| old_cwd.clone());
+    let mut roots: Vec<String> = match info["roots"].as_array() {
+        Some(r) => r
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        None => vec![old_cwd.clone()],
+    };
+    if let Some(r) = given("runtimeWorkspaceRoots").and_then(Value::as_array) {
+        roots = dedup(
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(|s| normalize(Path::new(s))),
+        );
+    } else if cwd != old_cwd {
+        // A new cwd takes the old one's place among the roots.
+        roots = dedup(
+            roots
+                .into_iter()
+                .map(|r| if r == old_cwd { cwd.clone() } else { r }),
+        );
+    }
+    next["cwd"] = json!(cwd);
+    next["roots"] = json!(roots);
+    // The sandbox: a policy as given, a profile, or the thread's own setting re-projected on the
+    // new roots.
+    if let Some(p) = given("sandboxPolicy") {
+        next["sandbox"] = sandbox_policy(p);
+        next["permissionProfile"] = Value::Null;
+        next["sandboxSetting"] = json!("policy");
+    } else if let Some(p) = given("permissions").and_then(Value::as_str) {
+        profile_mode(p)?;
+        next["permissionProfile"] = json!({"id": p, "extends": null});
+        next["sandboxSetting"] = json!(format!("profile:{p}"));
+    }
+    let mode = match next["sandboxSetting"]
+        .as_str()
+        .and_then(|s| s.split_once(':'))
+    {
+        Some(("profile", p)) => profile_mode(p).ok(),
+        Some(("mode", m)) => SANDBOX_MODES.iter().copied().find(|x| *x == m),
+        _ => None,
+    };
+    if let Some(mode) = mode {
+        let sandbox_roots: Vec<String> = match next["environments"].as_array() {
+            Some(list) => list
+                .first()
+                .and_then(|e| e["runtimeWorkspaceRoots"].as_array())
+                .map(|r| {
+                    r.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => roots.clone(),
+        };
+        next["sandbox"] = sandbox_object(mode, &sandbox_roots, &cwd, base);
+    }
+    // Approvals.
+    if let Some(p) = given("approvalPolicy") {
+        next["approvalPolicy"] = approval_policy(p);
+    }
+    if let Some(r) = given("approvalsReviewer").and_then(Value::as_str) {
+        next["approvalsReviewer"] = json!(reviewer(r));
+    }
+    for key in ["summary", "personality"] {
+        if let Some(v) = given(key) {
+            next[key] = v.clone();
+        }
+    }
+    if let Some(ids) = given("disabledPluginIds") {
+        next["disabledPluginIds"] = ids.clone();
+    }
+    // A tier sent, even `null` (the standard one), is the thread's from now on; none is checked.
+    if let Some(tier) = params.get("serviceTier") {
+        next["serviceTier"] = match tier.as_str() {
+            Some("fast") => json!("priority"),
+            Some(t) => json!(t),
+            None => json!("default"),
+        };
+    }
+    // Model and effort: a collaboration mode carries its own, over the params'.
+    if let Some(mode) = given("collaborationMode") {
+        let mode = collaboration_mode(mode, texts);
+        next["model"] = mode["settings"]["model"].clone();
+        next["effort"] = mode["settings"]["reasoning_effort"].clone();
+        next["collaborationMode"] = mode;
+    } else {
+        if let Some(m) = given("model") {
+            next["model"] = m.clone();
+        }
+        if let Some(e) = given("effort") {
+            next["effort"] = e.clone();
+        }
+        if next["collaborationMode"].is_object() {
+            next["collaborationMode"]["settings"]["model"] = next["model"].clone();
+            next["collaborationMode"]["settings"]["reasoning_effort"] = next["effort"].clone();
+        }
+    }
+    Ok(next)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! (a goal rolling over) reported as `turn/completed` → `turn/started` pairs.
 
 use super::server::{lock, path_str, Conn};
+use super::shell;
 use super::state::{now_ms, now_secs, scenario};
 use crate::model::script::{default_goal_turn, default_turn, guardian_allows, GUARDIAN_RATIONALE};
 use serde_json::{json, Map, Value};
@@ -26,6 +27,9 @@ pub struct TurnFacts {
     /// `collaborationMode` in Plan mode that a `turn/start` left null (taken from the
     /// recording of `26c_user_input_plan_mode`).
     pub plan_mode_instructions: Option<String>,
+    /// codex's built-in Default-mode instructions: what a `collaborationMode` of any other mode
+    /// gets when a `turn/start` leaves them null (from a 0.171.0 recording).
+    pub default_mode_instructions: Option<String>,
     /// A plan item's id is `<turn id>-plan` (else a fresh uuid).
     pub plan_item_id_from_turn: bool,
     /// A forked thread starts with an empty preview (else the source thread's).
@@ -52,11 +56,16 @@ pub struct TurnCtl {
     pub responded: AtomicBool,
     /// Commands approved with `acceptForSession`.
     session_approved: Mutex<Vec<String>>,
+    /// The `rootTurnId` a `turn/start` gave (else the turn is its own root).
+    root: Mutex<Option<String>>,
 }
 
 impl TurnCtl {
     pub fn turn_id(&self) -> String {
         lock(&self.turn_id).clone()
+    }
+    fn root_turn_id(&self) -> String {
+        lock(&self.root).clone().unwrap_or_else(|| self.turn_id())
     }
     pub fn interrupt(&self) {
         self.interrupted.store(true, Ordering::SeqCst);
@@ -145,6 +154,7 @@ fn goal_active(conn: &Conn, thread_id: &str) -> bool {
 /// (`itemsView: "summary"`), none while it runs.
 fn turn_obj(
     id: &str,
+    root: &str,
     status: &str,
     started: Option<i64>,
     error: Option<&Value>,
@@ -153,7 +163,7 @@ fn turn_obj(
     let done = status != "inProgress";
     let now = now_secs();
     json!({
-        "id": id, "rootTurnId": id, "items": items,
+        "id": id, "rootTurnId": root, "items": items,
         "itemsView": if items.is_empty() { "notLoaded" } else { "summary" },
         "status": status,
         "error": error.cloned().unwrap_or(Value::Null),
@@ -185,18 +195,16 @@ pub fn start_for_request(
     }
     let (ctl, started) = register(conn, thread_id);
     let turn_id = ctl.turn_id();
-    let _ = started;
+    // The client may name the turn its work started from.
+    if let Some(root) = params["rootTurnId"].as_str() {
+        *lock(&ctl.root) = Some(root.to_string());
+    }
+    let root = ctl.root_turn_id();
     conn.send(
-        json!({"id": id, "result": {"turn": turn_obj(&turn_id, "inProgress", None, None, &[])}}),
+        json!({"id": id, "result": {"turn": turn_obj(&turn_id, &root, "inProgress", None,
+                                                           None, &[])}}),
     );
-    spawn(
-        conn,
-        ctl,
-        started,
-        Some(params["input"].clone()),
-        script,
-        false,
-    );
+    spawn(conn, ctl, started, Some(params.clone()), script, false);
     Ok(())
 }
 
@@ -230,6 +238,7 @@ fn register(conn: &Conn, thread_id: &str) -> (Arc<TurnCtl>, i64) {
         acked: AtomicBool::new(false),
         responded: AtomicBool::new(false),
         session_approved: Mutex::new(Vec::new()),
+        root: Mutex::new(None),
     });
     lock(&conn.fake.active).insert(thread_id.to_string(), ctl.clone());
     (ctl, now_secs())
@@ -284,14 +293,15 @@ fn play(
         ctx.started_ms = now_ms();
         ctx.checkpoint();
         ctx.status(json!({"type": "active", "activeFlags": []}));
+        let root = ctl.root_turn_id();
         conn.notify(
             "turn/started",
             json!({"threadId": thread_id,
-                   "turn": turn_obj(&turn_id, "inProgress", Some(started), None, &[])}),
+                   "turn": turn_obj(&turn_id, &root, "inProgress", Some(started), None, &[])}),
         );
-        if let Some(input) = input.as_ref().filter(|_| n == 0) {
+        if let Some(request) = input.as_ref().filter(|_| n == 0) {
             // codex echoes the submitted input as a userMessage item
-            ctx.user_message(input);
+            ctx.user_message(request);
         }
         let steps = part["steps"].as_array().cloned().unwrap_or_default();
         let compact = part["compact"] == true;
@@ -320,29 +330,37 @@ fn play(
         if let (Ok(()), Some(diff), false) = (&outcome, ctx.turn_diff.clone(), diff_reported) {
             ctx.notify("turn/diff/updated", json!({"diff": diff}));
         }
-        match &outcome {
-            // Only the last of a goal's server turns marks the thread unread.
-            Ok(()) if compact || !last => {}
-            Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
-            Err(End::Interrupted) => ctx.finish_interrupt(),
-            Err(End::Cancelled | End::Steered) => {}
-        }
-        // An interrupted turn reports no items; a finished one its final answer: the last
-        // agent message (commentary is left out).
+        // An interrupted or failed turn reports no items; a finished one its final answer: the
+        // last agent message of its last model response (commentary is left out).
         let summary: Vec<Value> = match &outcome {
-            Err(End::Interrupted) => Vec::new(),
+            Err(End::Interrupted | End::Failed(_)) => Vec::new(),
             _ => ctx
-                .messages
+                .answer
                 .iter()
                 .rfind(|m| m["phase"] != "commentary")
                 .cloned()
                 .into_iter()
                 .collect(),
         };
+        match &outcome {
+            // Only the last of a goal's server turns marks the thread unread, and only a turn
+            // with an answer (checked on 0.171.0: none after a reasoning-only response).
+            Ok(()) if compact || !last || summary.is_empty() => {}
+            Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
+            Err(End::Interrupted) => ctx.finish_interrupt(),
+            Err(End::Cancelled | End::Steered) => {}
+        }
         if !matches!(outcome, Err(End::Failed(_))) {
             ctx.status(json!({"type": "idle"}));
         }
-        let turn = turn_obj(&turn_id, status, Some(started), error.as_ref(), &summary);
+        let turn = turn_obj(
+            &turn_id,
+            &root,
+            status,
+            Some(started),
+            error.as_ref(),
+            &summary,
+        );
         let pending = ctx.pending_resolved;
         // The turn's end entry.
         let mut rollout = ctx.rollout;
@@ -379,8 +397,10 @@ struct Ctx<'a> {
     turn_id: String,
     /// Every item of the turn (kept in the store).
     items: Vec<Value>,
-    /// The completed agent messages: what `turn/completed` carries.
+    /// The completed agent messages of the turn.
     messages: Vec<Value>,
+    /// Those of the model response being played: the turn's answer if it is the last.
+    answer: Vec<Value>,
     /// The model response being played (numbered across the state dir, as the scripted
     /// model numbers them) and the next output index in it.
     resp: u64,
@@ -517,20 +537,6 @@ pub fn context_window(conn: &Conn, thread_id: &str) -> i64 {
     conn.fake.catalog.context_window(&model, &conn.fake.config)
 }
 
-/// `/bin/bash -lc '<command>'`: how the shell tool runs a command, quoted as codex quotes it.
-pub fn shell_wrapped(command: &str) -> String {
-    let plain = !command.is_empty()
-        && command
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
-    let quoted = if plain {
-        command.to_string()
-    } else {
-        format!("'{}'", command.replace('\'', r"'\''"))
-    };
-    format!("/bin/bash -lc {quoted}")
-}
-
 /// The stream error the real server reports for a `response.failed` with this code.
 fn failure(code: &str, message: &str) -> (String, Value) {
     match code {
@@ -570,6 +576,7 @@ impl<'a> Ctx<'a> {
             turn_id: turn_id.to_string(),
             items: Vec::new(),
             messages: Vec::new(),
+            answer: Vec::new(),
             resp: 0,
             out: 0,
             usage: None,
@@ -596,6 +603,7 @@ impl<'a> Ctx<'a> {
         self.out = 0;
         self.usage = None;
         self.open = true;
+        self.answer.clear();
     }
 
     /// The model's id for the next output item of this response (`msg_3_0`, `call_3_1`, …).
@@ -655,8 +663,11 @@ impl<'a> Ctx<'a> {
     /// a thread read to the end becomes unread from this turn.
     fn read_state(&self) {
         let thread_id = self.ctl.thread_id.clone();
-        // An ephemeral thread has no read state (checked on 0.171.0).
-        if self.conn.fake.store.load()["threads"][&thread_id]["ephemeral"] == true {
+        // An ephemeral thread, or one with legacy history, has no read state (checked on
+        // 0.171.0).
+        let data = self.conn.fake.store.load();
+        let t = &data["threads"][&thread_id];
+        if t["ephemeral"] == true || t["historyMode"] == "legacy" || !t["threadSource"].is_null() {
             return;
         }
         let revision = uuid::Uuid::new_v4().to_string();
@@ -698,9 +709,15 @@ impl<'a> Ctx<'a> {
         item["startedAtMs"] = json!(started_at);
         item["completedAtMs"] = json!(at);
         match item["type"].as_str() {
-            Some("agentMessage") => self.messages.push(item.clone()),
+            Some("agentMessage") => {
+                self.messages.push(item.clone());
+                self.answer.push(item.clone());
+            }
             // The turn's answer is what the model said after the last user input.
-            Some("userMessage") => self.messages.clear(),
+            Some("userMessage") => {
+                self.messages.clear();
+                self.answer.clear();
+            }
             _ => {}
         }
         self.rollout
@@ -748,19 +765,17 @@ impl<'a> Ctx<'a> {
         self.completed(item, at);
     }
 
-    fn user_message(&mut self, input: &Value) {
-        let content: Vec<Value> = input
+    /// The userMessage item of a `turn/start` or `turn/steer` request (none for empty input).
+    fn user_message(&mut self, request: &Value) {
+        let content: Vec<Value> = request["input"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|i| {
-                let mut i = i.clone();
-                if i["type"] == "text" && i.get("text_elements").is_none() {
-                    i["text_elements"] = json!([]);
-                }
-                i
-            })
+            .map(user_content)
             .collect();
+        if content.is_empty() {
+            return;
+        }
         let id = uuid::Uuid::now_v7().to_string();
         // The thread's preview is its first user text.
         if let Some(text) = content.iter().find_map(|c| c["text"].as_str()) {
@@ -772,7 +787,11 @@ impl<'a> Ctx<'a> {
                 }
             });
         }
-        self.item(json!({"type": "userMessage", "id": id, "clientId": null, "content": content}));
+        let client_id = request["clientUserMessageId"].clone();
+        self.item(
+            json!({"type": "userMessage", "id": id, "clientId": client_id,
+                         "content": content}),
+        );
     }
 
     /// The model's `update_goal` (a `goal` step): the thread's goal takes the status, no item
@@ -878,9 +897,25 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A response that did not complete: codex still reports the thread's token usage as it
+    /// stands (when any response of the thread has reported some), then the rate limits.
+    fn unfinished_response(&self) {
+        let data = self.conn.fake.store.load();
+        let t = &data["threads"][&self.ctl.thread_id];
+        if t["usage"].is_object() {
+            let window = context_window(self.conn, &self.ctl.thread_id);
+            self.notify(
+                "thread/tokenUsage/updated",
+                json!({"tokenUsage": {"total": t["usage"], "last": t["lastUsage"],
+                                      "modelContextWindow": window}}),
+            );
+        }
+        self.rate_limits();
+    }
+
     /// The stream ended early: retried while the provider allows it, else the turn fails.
     fn dropped_stream(&mut self) -> Result<(), End> {
-        self.rate_limits();
+        self.unfinished_response();
         let max = self.conn.fake.config.stream_max_retries;
         if self.retries < max {
             self.retries += 1;
@@ -1096,7 +1131,7 @@ impl<'a> Ctx<'a> {
                     step["code"].as_str().unwrap_or("server_error"),
                     step["message"].as_str().unwrap_or("turn failed"),
                 );
-                self.rate_limits();
+                self.unfinished_response();
                 if info == "contextWindowExceeded" {
                     let window = context_window(self.conn, &self.ctl.thread_id);
                     // The real server marks the window full before it reports the failure.
@@ -1280,13 +1315,13 @@ impl<'a> Ctx<'a> {
     fn command(&mut self, step: &Value) -> Result<(), End> {
         let id = self.model_id("call");
         let raw = str_of(step, "command", "true");
-        let command = shell_wrapped(&raw);
+        let command = shell::shell_display(&raw);
         // The model's `workdir`, against the thread's cwd.
         let cwd = super::settings::resolve_path(
             step["cwd"].as_str().unwrap_or_default(),
             Path::new(&self.cwd()),
         );
-        let actions = json!([{"type": "unknown", "command": raw}]);
+        let actions = json!(shell::command_actions(&raw, &cwd));
         let item =
             |source: &str, status: &str, pid: Value, output: Value, code: Value, ms: Value| {
                 json!({"type": "commandExecution", "id": id, "pluginId": null, "scriptPath": null,
@@ -1337,7 +1372,7 @@ impl<'a> Ctx<'a> {
             Gate::Ask => {
                 self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
                 let at = self.started(&unrun("inProgress"));
-                let argv: Vec<&str> = raw.split_whitespace().collect();
+                let argv = shell::execpolicy_amendment(&raw);
                 let mut params = Map::new();
                 for (k, v) in [
                     ("kind", json!("command")),
@@ -1357,7 +1392,10 @@ impl<'a> Ctx<'a> {
                 for (k, v) in [
                     ("command", json!(command)),
                     ("cwd", json!(cwd)),
-                    ("commandActions", actions.clone()),
+                    (
+                        "commandActions",
+                        json!(shell::approval_command_actions(&raw, &cwd)),
+                    ),
                     ("proposedExecpolicyAmendment", json!(argv)),
                     (
                         "availableDecisions",
@@ -1772,6 +1810,37 @@ impl<'a> Ctx<'a> {
             std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
         }
         Ok(())
+    }
+}
+
+/// A `UserInput` as a userMessage item shows it (checked on 0.171.0 for every variant): the
+/// type's own keys in codex's order, defaults filled in, anything else dropped.
+fn user_content(i: &Value) -> Value {
+    let or_null = |k: &str| i.get(k).cloned().unwrap_or(Value::Null);
+    match i["type"].as_str() {
+        Some("text") => {
+            let elements: Vec<Value> = i["text_elements"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| {
+                    json!({"byteRange": e["byteRange"], "placeholder": e.get("placeholder")
+                                .cloned().unwrap_or(Value::Null)})
+                })
+                .collect();
+            json!({"type": "text", "text": i["text"], "text_elements": elements})
+        }
+        Some("image") if i.get("fileId").is_some() => {
+            json!({"type": "image", "fileId": i["fileId"], "detail": or_null("detail")})
+        }
+        Some("image") => json!({"type": "image", "url": i["url"], "detail": or_null("detail")}),
+        Some("localImage") => {
+            json!({"type": "localImage", "detail": or_null("detail"), "path": i["path"]})
+        }
+        Some(t @ ("skill" | "mention")) => json!({"type": t, "name": i["name"], "path": i["path"]}),
+        Some("audio") => json!({"type": "audio", "url": i["url"]}),
+        Some("localAudio") => json!({"type": "localAudio", "path": i["path"]}),
+        _ => i.clone(),
     }
 }
 

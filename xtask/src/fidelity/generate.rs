@@ -248,6 +248,9 @@ impl<'a> Generator<'a> {
             "dynamicTools" => json!([[{"type": "function", "name": "lookup",
                                        "description": "Looks a thing up",
                                        "inputSchema": {"type": "object", "properties": {}}}]]),
+            // Raw events stream codex's own prompt (its built-in instructions, the environment
+            // context): internal to Codex Cloud, and beyond any fake. Only its off value.
+            "experimentalRawEvents" => json!([false]),
             // Ids of other turns are not known to a generated session.
             "parentTurnId" | "rootTurnId" | "beforeTurnId" | "lastTurnId" => json!([]),
             // Reaching out, or for Codex Cloud only.

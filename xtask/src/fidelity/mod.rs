@@ -427,7 +427,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
     };
     let out = crate::codex_bin::repo_root()
         .join("target/fidelity")
-        .join(seed.to_string());
+        .join(match cli.case {
+            Some(_) => "cases".to_string(),
+            None => seed.to_string(),
+        });
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     // Outside any git repository: the real server reports git state for a cwd inside one.
     let runner = Runner {
