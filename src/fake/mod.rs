@@ -8,6 +8,7 @@ pub mod config;
 pub mod defaults;
 mod listen;
 mod project;
+mod provider;
 mod server;
 pub mod settings;
 pub mod shell;

@@ -407,8 +407,10 @@ struct Ctx<'a> {
     out: u64,
     /// `usage` of the current response (reported when it completes).
     usage: Option<Value>,
-    /// Dropped streams retried so far in this turn.
+    /// Dropped streams (and failed requests) retried so far in this turn.
     retries: u64,
+    /// Failed requests resent since the last turn-level attempt.
+    resent: u64,
     /// The turn's diff so far (reported again when the turn ends).
     turn_diff: Option<String>,
     /// A model response is being streamed (its usage not yet reported).
@@ -581,6 +583,7 @@ impl<'a> Ctx<'a> {
             out: 0,
             usage: None,
             retries: 0,
+            resent: 0,
             turn_diff: None,
             open: false,
             rollout: Rollout::default(),
@@ -913,6 +916,69 @@ impl<'a> Ctx<'a> {
         self.rate_limits();
     }
 
+    /// The provider's HTTP error for this request: resent or retried as codex does (`Ok`: the
+    /// next request follows), else the turn fails with codex's text for it.
+    fn http_error(&mut self, step: &Value) -> Result<(), End> {
+        let cfg = &self.conn.fake.config;
+        let f = super::provider::classify(
+            step["status"].as_u64().unwrap_or(500).clamp(100, 599) as u16,
+            step["body"].as_str().unwrap_or_default(),
+            &step["headers"],
+            &cfg.base_url,
+            now_secs(),
+        );
+        self.rollout.response_dropped();
+        if f.resent && self.resent < cfg.request_max_retries {
+            self.resent += 1;
+            self.wait(super::provider::backoff(self.resent, f.retry_after))?;
+            return Ok(());
+        }
+        self.resent = 0;
+        if f.retried && self.retries < cfg.stream_max_retries {
+            self.retries += 1;
+            let max = cfg.stream_max_retries;
+            self.item_notify(
+                "error",
+                json!({"error": turn_error(
+                          &format!("Reconnecting... {}/{max}", self.retries),
+                          json!({"responseStreamDisconnected": {"httpStatusCode": f.notice_status}}),
+                          json!(f.message)),
+                       "willRetry": true}),
+                json!({}),
+            );
+            self.wait(super::provider::backoff(self.retries, f.retry_after))?;
+            return Ok(());
+        }
+        match f.before {
+            super::provider::Before::FullContext => self.context_full(),
+            super::provider::Before::RateLimits => self.rate_limits(),
+            super::provider::Before::Nothing => {}
+        }
+        self.fail_after(f.message, f.info)
+    }
+
+    /// The real server marks the context window full before it reports running out of it:
+    /// the total is the window, the last response what it took to fill it.
+    fn context_full(&self) {
+        let window = context_window(self.conn, &self.ctl.thread_id);
+        let thread_id = self.ctl.thread_id.clone();
+        let (total, last) = self.conn.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id];
+            let before = t["usage"]["totalTokens"].as_i64().unwrap_or(0);
+            let mut total = breakdown(0, 0, 0, 0);
+            total["totalTokens"] = json!(window);
+            let mut last = breakdown(0, 0, 0, 0);
+            last["totalTokens"] = json!(window - before);
+            t["usage"] = total.clone();
+            t["lastUsage"] = last.clone();
+            (total, last)
+        });
+        self.notify(
+            "thread/tokenUsage/updated",
+            json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
+        );
+    }
+
     /// The stream ended early: retried while the provider allows it, else the turn fails.
     fn dropped_stream(&mut self) -> Result<(), End> {
         self.unfinished_response();
@@ -937,6 +1003,11 @@ impl<'a> Ctx<'a> {
 
     fn fail(&mut self, message: String, info: Value) -> Result<(), End> {
         self.rollout.response_dropped();
+        self.fail_after(message, info)
+    }
+
+    /// The turn fails: the thread's status, then the error (the response already counted).
+    fn fail_after(&mut self, message: String, info: Value) -> Result<(), End> {
         let error = turn_error(&message, info, Value::Null);
         self.status(json!({"type": "systemError"}));
         self.item_notify(
@@ -960,6 +1031,23 @@ impl<'a> Ctx<'a> {
                 self.next_response();
             }
             first = false;
+            // The provider answers this request with an HTTP error: nothing of it is played.
+            if let Some(e) = response.iter().find(|s| s["kind"] == "http_error") {
+                self.check()?;
+                self.http_error(e)?;
+                // Resent or retried: the next request takes the next scripted response.
+                self.open = false;
+                if queue.is_empty() {
+                    queue.push_back(
+                        default_turn()["steps"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default(),
+                    );
+                }
+                continue;
+            }
+            self.resent = 0;
             let played = response.iter().try_for_each(|step| {
                 self.check()?;
                 self.step(step)
@@ -1133,16 +1221,7 @@ impl<'a> Ctx<'a> {
                 );
                 self.unfinished_response();
                 if info == "contextWindowExceeded" {
-                    let window = context_window(self.conn, &self.ctl.thread_id);
-                    // The real server marks the window full before it reports the failure.
-                    let full = breakdown(0, 0, 0, 0);
-                    let mut full = full;
-                    full["totalTokens"] = json!(window);
-                    self.notify(
-                        "thread/tokenUsage/updated",
-                        json!({"tokenUsage": {"total": full, "last": full,
-                                              "modelContextWindow": window}}),
-                    );
+                    self.context_full();
                     self.rate_limits();
                 }
                 return self.fail(message, info);

@@ -266,6 +266,17 @@ fn now_ms() -> u128 {
         .map_or(0, |d| d.as_millis())
 }
 
+/// An HTTP answer with extra headers (`http_error`'s: `Retry-After`, `x-request-id`, …).
+fn respond_with(req: tiny_http::Request, status: u16, text: &str, headers: &[(String, String)]) {
+    let mut r = tiny_http::Response::from_string(text).with_status_code(status);
+    for (k, v) in headers {
+        if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
+            r.add_header(h);
+        }
+    }
+    let _ = req.respond(r);
+}
+
 fn respond(req: tiny_http::Request, status: u16, text: &str) {
     let _ = req.respond(tiny_http::Response::from_string(text).with_status_code(status));
 }
@@ -301,7 +312,11 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         );
         return match script::reply(u64::MAX, &[verdict]) {
             Reply::Stream(out) => stream(req, &out, sh),
-            Reply::Http { status, body } => respond(req, status, &body),
+            Reply::Http {
+                status,
+                body,
+                headers,
+            } => respond_with(req, status, &body, &headers),
         };
     }
     let (n, steps) = if ok {
@@ -345,7 +360,11 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         };
     };
     match script::reply(n, &steps) {
-        Reply::Http { status, body } => respond(req, status, &body),
+        Reply::Http {
+            status,
+            body,
+            headers,
+        } => respond_with(req, status, &body, &headers),
         Reply::Stream(out) => stream(req, &out, sh),
     }
 }

@@ -134,8 +134,12 @@ pub fn responses(turn: &Value) -> Vec<Vec<Value>> {
 /// What one POST gets.
 #[derive(Debug, PartialEq)]
 pub enum Reply {
-    /// A plain HTTP error (no stream).
-    Http { status: u16, body: String },
+    /// A plain HTTP error (no stream), with the step's headers.
+    Http {
+        status: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
     /// An SSE stream; it lacks `response.completed` when the step list drops or fails it.
     Stream(Vec<Out>),
 }
@@ -196,9 +200,16 @@ pub fn guardian_verdict(scenario: &str) -> Value {
 /// The reply to response number `n` (ids `resp_<n>`, `<prefix>_<n>_<step>`).
 pub fn reply(n: u64, steps: &[Value]) -> Reply {
     if let Some(s) = steps.iter().find(|s| kind(s) == "http_error") {
+        let headers = s["headers"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect();
         return Reply::Http {
             status: s["status"].as_u64().unwrap_or(500).clamp(100, 599) as u16,
             body: str_of(s, "body", ""),
+            headers,
         };
     }
     let mut w = Writer {
@@ -539,7 +550,8 @@ mod tests {
             ),
             Reply::Http {
                 status: 429,
-                body: "x".into()
+                body: "x".into(),
+                headers: Vec::new(),
             }
         );
     }
