@@ -52,11 +52,13 @@ fn main() {
             println!("cargo:rerun-if-changed={}", session.display());
             let turn_facts = dir.join("facts/turns.json");
             let models = dir.join("facts/models.json");
+            let features = dir.join("facts/features.json");
             let present = |p: &Path| p.is_file().then(|| p.display().to_string());
             let embeds = emit::Embeds {
                 session: present(&session),
                 turn_facts: present(&turn_facts),
                 models: present(&models),
+                features: present(&features),
             };
             (v, bundle.display().to_string(), embeds, model)
         })

@@ -17,20 +17,21 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Notifications the real server emits from background tasks: their position against the turn's
-/// messages varies from run to run, so they are compared as a multiset, not by position.
-/// (`warning`: the unstable-features warning was seen on either side of the `thread/start`
-/// result; `thread/goal/cleared`: after a `thread/resume` result, on either side of the next
-/// request's result.)
 /// Notifications the real server sends or not from run to run: a command's output streams as
 /// `outputDelta` only when it is read after codex's early-exit wait (~150 ms), which a quick
 /// command may or may not outlast. Left out of the comparison on both sides.
 pub const OPTIONAL: &[&str] = &["item/commandExecution/outputDelta"];
 
+/// Notifications the real server emits from background tasks: their position against the turn's
+/// messages varies from run to run, so they are compared as a multiset, not by position.
+/// (`warning` and `deprecationNotice`: a session start's were seen on either side of the
+/// `thread/start` result; `thread/goal/cleared`: after a `thread/resume` result, on either side
+/// of the next request's result.)
 pub const FLOATING: &[&str] = &[
     "remoteControl/status/changed",
     "configWarning",
     "warning",
+    "deprecationNotice",
     "thread/goal/cleared",
 ];
 

@@ -547,6 +547,8 @@ pub struct Embeds {
     pub turn_facts: Option<String>,
     /// `schema/<V>/facts/models.json`.
     pub models: Option<String>,
+    /// `schema/<V>/facts/features.json`.
+    pub features: Option<String>,
 }
 
 /// One version's tables, entry points and `PROTOCOL`: everything but the types.
@@ -559,6 +561,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
     let captured = embed(&embeds.session, "");
     let turn_facts = embed(&embeds.turn_facts, "{}");
     let model_catalog = embed(&embeds.models, "[]");
+    let feature_list = embed(&embeds.features, "[]");
     let fast_entries = e.fast_entries();
     let methods = &m.client_methods;
     // `method => Some(check::<ResponseType>(v))`, for either direction's result table.
@@ -669,6 +672,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
             captured_session: #captured,
             turn_facts: #turn_facts,
             models: #model_catalog,
+            features: #feature_list,
             client_method,
             is_experimental_method,
             experimental_checks,

@@ -66,6 +66,9 @@ pub struct Protocol {
     /// The model catalog this version ships (`schema/<V>/facts/models.json`, from `codex debug
     /// models`: slug, context window and the share of it reported, service tiers), or "[]".
     pub models: &'static str,
+    /// The feature flags this version knows (`schema/<V>/facts/features.json`, from `codex
+    /// features list`: name, stage, default), or "[]".
+    pub features: &'static str,
     /// The static name of a client request method (a `match`: hot path).
     pub client_method: fn(&str) -> Option<&'static str>,
     /// Whether a method needs the `experimentalApi` capability (a `match`: hot path).

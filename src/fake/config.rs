@@ -10,6 +10,9 @@ use std::path::Path;
 pub struct Config {
     /// Every layer merged (config.toml, `-c`, a thread's `config`).
     table: toml::Table,
+    /// Keys codex no longer reads, by layer: `(true, key)` from `-c`, `(false, key)` from
+    /// config.toml.
+    ignored: Vec<(bool, String)>,
     pub model: String,
     pub provider: String,
     /// The configured policy as codex reports it (`on-failure` reads as `on-request`).
@@ -31,6 +34,36 @@ pub struct Config {
     /// Features turned on (`[features]`, `--enable`), in name order.
     pub features: Vec<String>,
 }
+
+/// Keys codex 0.171.0 no longer reads and warns about as unrecognized (each seen on the real
+/// server; a key it never knew is not listed: the fake cannot tell it from one it knows).
+const REMOVED_KEYS: &[&str] = &[
+    "experimental_instructions_file",
+    "experimental_use_exec_command_tool",
+    "experimental_use_freeform_apply_patch",
+    "include_apply_patch_tool",
+    "web_search_request",
+];
+
+/// `[features]` names codex 0.171.0 replaced, and their successors (each seen on the real
+/// server: a `deprecationNotice` at every session start).
+const FEATURE_ALIASES: &[(&str, &str)] = &[
+    ("codex_hooks", "hooks"),
+    ("collab", "multi_agent"),
+    ("connectors", "apps"),
+    (
+        "enable_experimental_windows_sandbox",
+        "experimental_windows_sandbox",
+    ),
+    ("experimental_use_unified_exec_tool", "unified_exec"),
+    ("imagegenext", "image_generation"),
+    ("memory_tool", "memories"),
+    ("request_permissions", "exec_permission_approvals"),
+    ("telepathy", "chronicle"),
+];
+
+/// `[features]` web search names, deprecated since web search is on by default.
+const WEB_SEARCH_FEATURES: &[&str] = &["web_search", "web_search_cached", "web_search_request"];
 
 /// A dotted key's value in a TOML table.
 fn get<'a>(t: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
@@ -91,6 +124,18 @@ impl Config {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or_default();
+        let mut ignored: Vec<(bool, String)> = REMOVED_KEYS
+            .iter()
+            .filter(|k| t.contains_key(**k))
+            .map(|k| (false, k.to_string()))
+            .collect();
+        for (k, _) in overrides {
+            if REMOVED_KEYS.contains(&k.as_str()) && !ignored.contains(&(true, k.clone())) {
+                ignored.push((true, k.clone()));
+            }
+        }
+        // `-c` keys first, each layer's sorted.
+        ignored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         for (k, raw) in overrides {
             let v = format!("v = {raw}")
                 .parse::<toml::Table>()
@@ -99,7 +144,9 @@ impl Config {
                 .unwrap_or_else(|| toml::Value::String(raw.clone()));
             set(&mut t, k, v);
         }
-        Config::of(t)
+        let mut c = Config::of(t);
+        c.ignored = ignored;
+        c
     }
 
     /// This configuration with a thread's `config` param over it (dotted keys allowed).
@@ -110,7 +157,9 @@ impl Config {
                 set(&mut t, k, v);
             }
         }
-        Config::of(t)
+        let mut c = Config::of(t);
+        c.ignored = self.ignored.clone();
+        c
     }
 
     fn of(t: toml::Table) -> Config {
@@ -151,7 +200,71 @@ impl Config {
                 .unwrap_or_default(),
             provider,
             table: t,
+            ignored: Vec::new(),
         }
+    }
+
+    /// codex's warning about the keys it no longer reads (sent at `initialize` and again at
+    /// every session start), if any: the `-c` ones first, then config.toml's, sorted.
+    pub fn ignored_keys_warning(&self, config_toml: &Path) -> Option<String> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        let n = self.ignored.len();
+        let mut text = format!(
+            "Codex is ignoring {n} unrecognized configuration setting{}. Check for typos or \
+             deprecated settings.",
+            if n == 1 { "" } else { "s" }
+        );
+        for (flag, key) in &self.ignored {
+            let layer = if *flag {
+                "session-flags".to_string()
+            } else {
+                format!("user ({})", config_toml.display())
+            };
+            text.push_str(&format!("\n  {layer}: `{key}` is ignored."));
+        }
+        Some(text)
+    }
+
+    /// The `deprecationNotice`s (summary, details) every session start sends for the replaced
+    /// `[features]` names set (true or false), sorted by name.
+    pub fn deprecations(&self) -> Vec<(String, String)> {
+        let features = self.table.get("features").and_then(toml::Value::as_table);
+        let set = |name: &str| {
+            features.is_some_and(|f| f.contains_key(name))
+                || (name == "experimental_use_unified_exec_tool" && self.table.contains_key(name))
+        };
+        let mut out: Vec<(String, String, String)> = Vec::new();
+        for (alias, canonical) in FEATURE_ALIASES {
+            if set(alias) {
+                out.push((
+                    alias.to_string(),
+                    format!("`[features].{alias}` is deprecated. Use `[features].{canonical}` instead."),
+                    format!(
+                        "Enable it with `--enable {canonical}` or `[features].{canonical}` in \
+                         config.toml. See \
+                         https://developers.openai.com/codex/config-basic#feature-flags for details."
+                    ),
+                ));
+            }
+        }
+        for name in WEB_SEARCH_FEATURES {
+            if set(name) {
+                out.push((
+                    name.to_string(),
+                    format!(
+                        "`[features].{name}` is deprecated because web search is enabled by default."
+                    ),
+                    "Set `web_search` to `\"live\"`, `\"indexed\"`, `\"cached\"`, or \
+                     `\"disabled\"` at the top level (or under a profile) in config.toml if you \
+                     want to override it."
+                        .into(),
+                ));
+            }
+        }
+        out.sort();
+        out.into_iter().map(|(_, s, d)| (s, d)).collect()
     }
 
     /// Why codex refuses to start with this configuration (it prints `Error: <this>` and exits
@@ -170,16 +283,13 @@ impl Config {
             .unwrap_or(false)
     }
 
-    /// The enabled features codex 0.171.0 warns about as under development.
-    pub fn unstable_features(&self) -> Vec<&str> {
-        const UNSTABLE: &[&str] = &[
-            "request_permissions_tool",
-            "default_mode_request_user_input",
-        ];
+    /// The enabled features codex warns about as under development (`unstable`: the
+    /// version's, from `codex features list`), in name order.
+    pub fn unstable_features<'a>(&'a self, unstable: &[String]) -> Vec<&'a str> {
         self.features
             .iter()
             .map(String::as_str)
-            .filter(|f| UNSTABLE.contains(f))
+            .filter(|f| unstable.iter().any(|u| u == f))
             .collect()
     }
 

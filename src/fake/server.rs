@@ -48,6 +48,8 @@ pub struct Fake {
     pub turn_facts: super::turns::TurnFacts,
     /// That version's model catalog (`Protocol::models`).
     pub catalog: super::settings::Catalog,
+    /// Its features under development (`Protocol::features`).
+    pub unstable: Vec<String>,
     /// For an older version: what drops the keys its schema lacks from every message.
     projector: Option<super::project::Projector>,
 }
@@ -74,6 +76,7 @@ impl Fake {
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: super::turns::TurnFacts::of(protocol),
             catalog: super::settings::Catalog::of(protocol),
+            unstable: super::settings::unstable_features(protocol),
             projector: super::project::Projector::of(protocol),
             protocol,
         })
@@ -509,6 +512,14 @@ impl Conn {
         );
         // What the real server announces right after initializing, without waiting for
         // `initialized`: the sandbox prerequisite it lacks, and remote control (off).
+        // The configuration's startup warnings come first.
+        let config_toml = self.fake.codex_home.join("config.toml");
+        if let Some(summary) = self.fake.config.ignored_keys_warning(&config_toml) {
+            self.notify(
+                "configWarning",
+                json!({"summary": summary, "details": null}),
+            );
+        }
         // Not under a full-access sandbox (checked on 0.171.0: none in any such run).
         if !on_path("bwrap") && !self.fake.config.full_access() {
             self.notify(
@@ -808,9 +819,30 @@ impl Conn {
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &info, false)}),
         );
-        let unstable = self.fake.config.unstable_features();
-        if !unstable.is_empty() {
-            let config = self.fake.codex_home.join("config.toml");
+        self.session_started(&thread_id);
+        for message in warnings {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
+        Ok(())
+    }
+
+    /// What every session start (`thread/start`, a cold `thread/resume`, `thread/fork`) says
+    /// about the configuration: its startup warnings again, the under-development features it
+    /// turns on, the deprecated names it uses (checked on 0.171.0).
+    fn session_started(&self, thread_id: &str) {
+        let config = self.fake.codex_home.join("config.toml");
+        let cfg = &self.fake.config;
+        if let Some(message) = cfg.ignored_keys_warning(&config) {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
+        let unstable = cfg.unstable_features(&self.fake.unstable);
+        if !unstable.is_empty() && !cfg.bool("suppress_unstable_features_warning") {
             self.notify(
                 "warning",
                 json!({"threadId": thread_id, "message": format!(
@@ -820,13 +852,12 @@ impl Conn {
                     unstable.join(", "), path_str(&config))}),
             );
         }
-        for message in warnings {
+        for (summary, details) in cfg.deprecations() {
             self.notify(
-                "warning",
-                json!({"threadId": thread_id, "message": message}),
+                "deprecationNotice",
+                json!({"summary": summary, "details": details}),
             );
         }
-        Ok(())
     }
 
     /// A stored thread, with the real server's errors for a bad or unknown id.
@@ -937,6 +968,9 @@ impl Conn {
         self.result(id, self.resume_response(&thread_id, &info, with_turns));
         self.report_usage(&thread_id, &info);
         self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        if newly {
+            self.session_started(&thread_id);
+        }
         Ok(())
     }
 
@@ -1150,6 +1184,7 @@ impl Conn {
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &new, false)}),
         );
+        self.session_started(&thread_id);
         Ok(())
     }
 

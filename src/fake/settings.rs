@@ -104,6 +104,21 @@ impl Catalog {
     }
 }
 
+/// The version's features under development (`schema/<V>/facts/features.json`): codex warns
+/// when a session turns any of them on.
+pub fn unstable_features(p: &crate::Protocol) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Feature {
+        name: String,
+        stage: String,
+    }
+    let list: Vec<Feature> = serde_json::from_str(p.features).unwrap_or_default();
+    list.into_iter()
+        .filter(|f| f.stage == "under development")
+        .map(|f| f.name)
+        .collect()
+}
+
 /// A path as codex resolves a client's `cwd`: empty is the server's cwd, `~` the home
 /// directory, a relative path is joined to the server's cwd; then `.` and `..` are resolved and
 /// doubled or trailing slashes dropped, without touching the file system.

@@ -12,6 +12,8 @@
 //! * `facts/probed.json`: facts probed from the running server (see `probe`);
 //! * `facts/models.json`: the model catalog the binary ships (`codex debug models`), the parts
 //!   that show in the server's messages: context windows, service tiers;
+//! * `facts/features.json`: its feature flags with their stage and default (`codex features
+//!   list`): which ones the server warns about as under development;
 //! * `PROVENANCE.md`.
 //!
 //! Without `--version` every supported version is refreshed (checked); `--version V` adds or
@@ -37,6 +39,7 @@ const MANAGED: &[&str] = &[
     "facts/ts.json",
     "facts/probed.json",
     "facts/models.json",
+    "facts/features.json",
     "PROVENANCE.md",
 ];
 
@@ -51,6 +54,31 @@ const STABLE_CMD: &[&str] = &["app-server", "generate-json-schema", "--out"];
 const BUNDLE: &str = "codex_app_server_protocol.schemas.json";
 const TS_CMD: &[&str] = &["app-server", "generate-ts", "--experimental", "--out"];
 const MODELS_CMD: &[&str] = &["debug", "models"];
+const FEATURES_CMD: &[&str] = &["features", "list"];
+
+/// `facts/features.json` from `codex features list` (`name  stage  default` per line, stages of
+/// one or two words): per feature, in its order, its name, stage and default.
+pub fn feature_facts(list: &str) -> Result<String, String> {
+    let mut facts = Vec::new();
+    for line in list.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (Some(name), Some(default)) = (words.first(), words.last()) else {
+            continue;
+        };
+        if words.len() < 3 || !matches!(*default, "true" | "false") {
+            continue;
+        }
+        let stage = words[1..words.len() - 1].join(" ");
+        facts
+            .push(serde_json::json!({"name": name, "stage": stage, "default": *default == "true"}));
+    }
+    if facts.is_empty() {
+        return Err(format!(
+            "`codex features list` printed no features: {list:?}"
+        ));
+    }
+    Ok(serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n")
+}
 
 /// `facts/models.json` from `codex debug models`: per catalog model (catalog order), its slug,
 /// context window, the share of it codex reports (percent) and its service tier ids.
@@ -185,6 +213,7 @@ fn provenance(codex_version_line: &str, version: &str) -> String {
     let ts_cmd = TS_CMD.join(" ");
     let stable_cmd = STABLE_CMD.join(" ");
     let models_cmd = MODELS_CMD.join(" ");
+    let features_cmd = FEATURES_CMD.join(" ");
     format!(
         "# Provenance of schema/{version}/
 
@@ -205,6 +234,7 @@ codex {json_cmd} <T1>
 codex {ts_cmd} <T2>
 codex {stable_cmd} <T3>
 codex {models_cmd}
+codex {features_cmd}
 ```
 
 | file | source |
@@ -214,6 +244,7 @@ codex {models_cmd}
 | `facts/ts.json` | derived from `<T2>` by xtask/src/ts_facts.rs: per TypeScript type, the declaration order of object keys and union members that the JSON schema loses |
 | `facts/probed.json` | observed from the running binary by xtask/src/probe.rs |
 | `facts/models.json` | the model catalog `codex {models_cmd}` prints, reduced by xtask/src/schema_cmd.rs to what shows in messages |
+| `facts/features.json` | the feature flags `codex {features_cmd}` prints: name, stage, default |
 | `facts/overrides.json` | by hand (seeded from the nearest version when the directory was added) |
 "
     )
@@ -270,6 +301,11 @@ fn generate(
     write(&stage.join("facts/probed.json"), &probed)?;
     let catalog = run_codex(codex, MODELS_CMD)?;
     write(&stage.join("facts/models.json"), &model_facts(&catalog)?)?;
+    let features = run_codex(codex, FEATURES_CMD)?;
+    write(
+        &stage.join("facts/features.json"),
+        &feature_facts(&features)?,
+    )?;
     write(
         &stage.join("PROVENANCE.md"),
         &provenance(&version_line, &version),

@@ -509,12 +509,24 @@ impl<'a> Generator<'a> {
                 self.rng.pick(&["low", "high"])
             ));
         }
+        // Keys codex no longer reads, and replaced feature names (set to their defaults).
         if self.rng.pct(5) {
             let line = *self.rng.pick(&[
                 "experimental_use_exec_command_tool = true\n",
                 "experimental_instructions_file = \"instr.md\"\n",
+                "include_apply_patch_tool = true\n",
+                "experimental_use_freeform_apply_patch = false\n",
             ]);
             case.config_extra.push_str(line);
+        }
+        if self.rng.pct(5) {
+            let alias = *self.rng.pick(&[
+                "codex_hooks",
+                "connectors",
+                "imagegenext",
+                "web_search_cached",
+            ]);
+            case.features.push(alias.into());
         }
         if self.rng.pct(8) {
             let (k, v) = *self.rng.pick(&[
