@@ -582,7 +582,11 @@ impl Conn {
         let status = if lock(&self.fake.active).contains_key(thread_id) {
             json!({"type": "active", "activeFlags": []})
         } else if lock(&self.fake.loaded).contains(thread_id) {
-            json!({"type": "idle"})
+            if info["systemError"] == true {
+                json!({"type": "systemError"})
+            } else {
+                json!({"type": "idle"})
+            }
         } else {
             json!({"type": "notLoaded"})
         };
@@ -797,7 +801,7 @@ impl Conn {
             "ephemeral": ephemeral,
             // Echoed into the thread as given.
             "threadSource": params["threadSource"], "historyMode": params["historyMode"],
-            "daybreakEnabled": params["daybreakEnabled"],
+            "daybreakEnabled": params["daybreakEnabled"], "personality": params["personality"],
         });
         resolved.store(&mut info);
         // The tools a `tool_call` step may call (any other name never reaches the client).
@@ -949,6 +953,26 @@ impl Conn {
         }
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
         let mut info = info;
+        // A thread taken up by this process gets its settings back, with the params' over them
+        // (and keeps those); one already loaded here ignores the params (checked on 0.171.0).
+        if newly && info["sandbox"].is_object() {
+            match settings::for_start(
+                &self.fake.config,
+                &self.fake.catalog,
+                &self.fake.cwd,
+                &resumed_params(&info, params),
+            ) {
+                Ok(r) => {
+                    r.store(&mut info);
+                    let kept = info.clone();
+                    self.fake.store.update(|d| d["threads"][&thread_id] = kept);
+                }
+                Err(e) => {
+                    lock(&self.fake.loaded).remove(&thread_id);
+                    return Err(e);
+                }
+            }
+        }
         if newly && self.fake.turn_facts.service_tier_not_resumed {
             if let Some(t) = info.as_object_mut() {
                 t.remove("serviceTier");
@@ -1569,6 +1593,59 @@ impl Conn {
         let script = json!({"compact": true, "steps": []});
         turns::start(self, &thread_id, Some(script), false).map(|_| ())
     }
+}
+
+/// A cold `thread/resume`'s settings as `thread/start` params: the thread's own (its sandbox
+/// setting as a fork keeps it, its effort unless the model changes), the request's over them.
+fn resumed_params(info: &Value, params: &Value) -> Value {
+    let mut p = Map::new();
+    for (from, to) in [
+        ("cwd", "cwd"),
+        ("approvalPolicy", "approvalPolicy"),
+        ("approvalsReviewer", "approvalsReviewer"),
+        ("model", "model"),
+        ("provider", "modelProvider"),
+        ("serviceTier", "serviceTier"),
+        ("roots", "runtimeWorkspaceRoots"),
+    ] {
+        if !info[from].is_null() {
+            p.insert(to.into(), info[from].clone());
+        }
+    }
+    match info["sandboxSetting"]
+        .as_str()
+        .and_then(|s| s.split_once(':'))
+    {
+        Some(("profile", id)) => {
+            p.insert("permissions".into(), json!(id));
+        }
+        Some(("mode", m)) if m != "workspace-write" => {
+            p.insert("sandbox".into(), json!(m));
+        }
+        _ => {}
+    }
+    let given: Map<String, Value> = params
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if given.contains_key("sandbox") || given.contains_key("permissions") {
+        p.remove("sandbox");
+        p.remove("permissions");
+    }
+    let config_sets = |k: &str| given.get("config").and_then(|c| c.get(k)).is_some();
+    let model_changed = given.contains_key("model")
+        || given.contains_key("modelProvider")
+        || config_sets("model")
+        || config_sets("model_reasoning_effort");
+    p.extend(given);
+    let mut v = Value::Object(p);
+    if !model_changed && !info["effort"].is_null() {
+        v["config"]["model_reasoning_effort"] = info["effort"].clone();
+    }
+    v
 }
 
 /// What codex refuses in a turn's input before anything else (0.171.0): an image it would have

@@ -291,6 +291,11 @@ fn play(
         let first = ctx.rollout.ordinal == 0;
         ctx.rollout.turn_started(first);
         ctx.started_ms = now_ms();
+        conn.fake.store.update(|d| {
+            if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+                t.remove("systemError");
+            }
+        });
         ctx.checkpoint();
         ctx.status(json!({"type": "active", "activeFlags": []}));
         let root = ctl.root_turn_id();
@@ -327,7 +332,8 @@ fn play(
         // How the real server closes a turn: read state (not after an interrupt), then idle
         // (a failed turn leaves the thread in `systemError`), then `turn/completed`.
         let diff_reported = conn.fake.turn_facts.turn_diff_after_each_response;
-        if let (Ok(()), Some(diff), false) = (&outcome, ctx.turn_diff.clone(), diff_reported) {
+        let diff_at_end = matches!(outcome, Ok(()) | Err(End::Failed(_)));
+        if let (true, Some(diff), false) = (diff_at_end, ctx.turn_diff.clone(), diff_reported) {
             ctx.notify("turn/diff/updated", json!({"diff": diff}));
         }
         // An interrupted or failed turn reports no items; a finished one its final answer: the
@@ -342,10 +348,16 @@ fn play(
                 .into_iter()
                 .collect(),
         };
+        // A finished turn asks for the user's attention when its last answer (commentary aside)
+        // says something and no goal will carry on (app-server `read_state::publish`).
+        let says_something = ctx
+            .messages
+            .iter()
+            .rfind(|m| m["phase"] != "commentary")
+            .and_then(|m| m["text"].as_str())
+            .is_some_and(|t| !t.trim().is_empty());
         match &outcome {
-            // Only the last of a goal's server turns marks the thread unread, and only a turn
-            // with an answer (checked on 0.171.0: none after a reasoning-only response).
-            Ok(()) if compact || !last || summary.is_empty() => {}
+            Ok(()) if compact || !last || !says_something => {}
             Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
             Err(End::Interrupted) => ctx.finish_interrupt(),
             Err(End::Cancelled | End::Steered) => {}
@@ -413,6 +425,8 @@ struct Ctx<'a> {
     resent: u64,
     /// The turn's diff so far (reported again when the turn ends).
     turn_diff: Option<String>,
+    /// The files the turn's patches wrote, by the path its diff shows, with their content.
+    turn_files: std::collections::BTreeMap<String, String>,
     /// A model response is being streamed (its usage not yet reported).
     open: bool,
     /// The real rollout's entry ordinals, as far as this turn has written them (see
@@ -556,6 +570,8 @@ fn failure(code: &str, message: &str) -> (String, Value) {
             format!("rate limit exceeded: {message}"),
             json!("rateLimitExceeded"),
         ),
+        // The prompt itself was refused: the provider's message as it is.
+        "invalid_prompt" => (message.to_string(), json!("other")),
         "server_is_overloaded" => (
             "Selected model is at capacity. Please try a different model.".into(),
             json!("serverOverloaded"),
@@ -585,6 +601,7 @@ impl<'a> Ctx<'a> {
             retries: 0,
             resent: 0,
             turn_diff: None,
+            turn_files: std::collections::BTreeMap::new(),
             open: false,
             rollout: Rollout::default(),
             started_ms: now_ms(),
@@ -670,7 +687,8 @@ impl<'a> Ctx<'a> {
         // 0.171.0).
         let data = self.conn.fake.store.load();
         let t = &data["threads"][&thread_id];
-        if t["ephemeral"] == true || t["historyMode"] == "legacy" || !t["threadSource"].is_null() {
+        let user = t["threadSource"].is_null() || t["threadSource"] == "user";
+        if t["ephemeral"] == true || t["historyMode"] == "legacy" || !user {
             return;
         }
         let revision = uuid::Uuid::new_v4().to_string();
@@ -1009,6 +1027,12 @@ impl<'a> Ctx<'a> {
     /// The turn fails: the thread's status, then the error (the response already counted).
     fn fail_after(&mut self, message: String, info: Value) -> Result<(), End> {
         let error = turn_error(&message, info, Value::Null);
+        // The thread stays in error until its next turn starts.
+        let thread_id = self.ctl.thread_id.clone();
+        self.conn
+            .fake
+            .store
+            .update(|d| d["threads"][&thread_id]["systemError"] = json!(true));
         self.status(json!({"type": "systemError"}));
         self.item_notify(
             "error",
@@ -1175,17 +1199,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The thread's approval policy (set by `thread/start` or `turn/start`), else the config's.
-    fn approval_policy(&self) -> String {
-        let data = self.conn.fake.store.load();
-        data["threads"][&self.ctl.thread_id]["approvalPolicy"]
-            .as_str()
-            .map_or_else(
-                || self.conn.fake.config.approval_policy.clone(),
-                str::to_string,
-            )
-    }
-
     fn cwd(&self) -> String {
         let data = self.conn.fake.store.load();
         data["threads"][&self.ctl.thread_id]["cwd"]
@@ -1201,7 +1214,7 @@ impl<'a> Ctx<'a> {
             "message" => self.message(step),
             "usage" => self.usage = Some(step.clone()),
             "command" => self.command(step)?,
-            "file_change" => self.file_change(step),
+            "file_change" => self.file_change(step)?,
             "tool_call" => self.tool_call(step),
             "user_input" => self.user_input(step),
             "message_partial" => {
@@ -1393,6 +1406,9 @@ impl<'a> Ctx<'a> {
     /// shell tool does.
     fn command(&mut self, step: &Value) -> Result<(), End> {
         let id = self.model_id("call");
+        if self.no_environment() {
+            return Ok(());
+        }
         let raw = str_of(step, "command", "true");
         let command = shell::shell_display(&raw);
         // The model's `workdir`, against the thread's cwd.
@@ -1636,71 +1652,117 @@ impl<'a> Ctx<'a> {
 
     /// An `apply_patch` call: the real server asks for approval only when a path lies outside
     /// the sandbox's writable roots, applies the patch, and reports the turn's diff.
-    fn file_change(&mut self, step: &Value) {
+    fn file_change(&mut self, step: &Value) -> Result<(), End> {
         let id = self.model_id("call");
+        if self.no_environment() {
+            return Ok(());
+        }
         let cwd = self.cwd();
         let files = patch_files(step, &cwd);
+        let gate = self.patch_gate(&files, &cwd);
+        if gate == Gate::Refuse {
+            // codex rejects the patch before any item exists; the model is told why.
+            return Ok(());
+        }
         let changes: Vec<Value> = files
             .iter()
             .map(|f| json!({"path": f.path, "kind": {"type": f.kind}, "diff": f.content}))
             .collect();
         let base = json!({"type": "fileChange", "id": id, "changes": changes});
         let at = self.started(&merge(&base, json!({"status": "inProgress"})));
-        let mut accepted = true;
-        if files.iter().any(|f| self.needs_approval(&f.path, &cwd)) {
+        let mut status = "completed";
+        if gate == Gate::Ask {
             self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
             let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
-                                           "reason": step.get("reason").cloned().unwrap_or(Value::Null),
-                                           "grantRoot": null}));
-            let reply = self.approval("item/fileChange/requestApproval", params, step);
-            let d = reply.map(|r| r["result"]["decision"].clone());
-            accepted = matches!(
-                d.as_ref().and_then(Value::as_str),
-                Some("accept" | "acceptForSession")
-            );
+                                           "reason": null, "grantRoot": null}));
+            let method = "item/fileChange/requestApproval";
+            let Some(reply) = self.request(method, params, step) else {
+                return self.unanswered();
+            };
+            self.resolved();
+            let decision = self.decision(method, &reply);
             self.status(json!({"type": "active", "activeFlags": []}));
-        }
-        let status = if accepted { "completed" } else { "declined" };
-        self.completed(merge(&base, json!({"status": status})), at);
-        if accepted {
-            let mut diff = String::new();
-            for f in &files {
-                if f.kind == "add" {
-                    if let Some(dir) = Path::new(&f.path).parent() {
-                        let _ = std::fs::create_dir_all(dir);
-                    }
-                    let _ = std::fs::write(&f.path, &f.content);
-                    // Inside the cwd the diff names the path relative to it.
-                    let shown = Path::new(&f.path)
-                        .strip_prefix(&cwd)
-                        .map_or_else(|_| f.path.clone(), path_str);
-                    diff.push_str(&git_add_diff(&shown, &f.content));
+            match decision {
+                Decision::Accept(_) => {}
+                Decision::Failed => status = "failed",
+                Decision::Decline | Decision::Cancel => status = "declined",
+            }
+            if status != "completed" {
+                self.completed(merge(&base, json!({"status": status})), at);
+                if decision == Decision::Cancel {
+                    self.end_response();
+                    return Err(End::Cancelled);
                 }
-            }
-            if !diff.is_empty() {
-                self.notify("turn/diff/updated", json!({"diff": diff}));
-                self.turn_diff = Some(diff);
+                return Ok(());
             }
         }
+        self.completed(merge(&base, json!({"status": status})), at);
+        for f in &files {
+            if f.kind == "add" {
+                if let Some(dir) = Path::new(&f.path).parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                let _ = std::fs::write(&f.path, &f.content);
+                // Inside the cwd the diff names the path relative to it.
+                let shown = Path::new(&f.path)
+                    .strip_prefix(&cwd)
+                    .map_or_else(|_| f.path.clone(), path_str);
+                self.turn_files.insert(shown, f.content.clone());
+            }
+        }
+        // The turn's whole diff so far, after each patch.
+        let diff: String = self
+            .turn_files
+            .iter()
+            .map(|(path, content)| git_add_diff(path, content))
+            .collect();
+        if !diff.is_empty() {
+            self.notify("turn/diff/updated", json!({"diff": diff}));
+            self.turn_diff = Some(diff);
+        }
+        Ok(())
     }
 
-    /// Under `workspace-write` the writable roots are the cwd and the temp dirs; `read-only`
-    /// writes nowhere, `danger-full-access` everywhere.
-    fn needs_approval(&self, path: &str, cwd: &str) -> bool {
-        if self.approval_policy() == "never" {
-            return false;
+    /// Whether the thread has no execution environment (`environments: []`): codex then runs
+    /// no tool and shows nothing of it (checked on 0.171.0).
+    fn no_environment(&self) -> bool {
+        let data = self.conn.fake.store.load();
+        data["threads"][&self.ctl.thread_id]["environments"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    }
+
+    /// What codex's patch safety check decides for a patch (`assess_patch_safety`, checked on
+    /// 0.171.0 for every policy × sandbox): `untrusted` asks about every patch; full access
+    /// applies any; otherwise a write the sandbox does not allow (anything under read-only,
+    /// outside the writable roots under workspace-write) is asked about, or refused under
+    /// `never` (and a granular policy without `sandbox_approval`).
+    fn patch_gate(&self, files: &[PatchFile], cwd: &str) -> Gate {
+        let policy = self.approval_policy_value();
+        if policy == "untrusted" {
+            return Gate::Ask;
         }
-        match self.sandbox_type().as_str() {
-            "dangerFullAccess" => false,
-            "workspaceWrite" => {
+        let sandbox = self.sandbox_type();
+        if sandbox == "dangerFullAccess" {
+            return Gate::Run;
+        }
+        let writable = |path: &str| {
+            sandbox == "workspaceWrite" && {
                 let tmpdir = std::env::var("TMPDIR").unwrap_or_default();
-                let roots = [cwd, "/tmp", tmpdir.as_str()];
-                !roots
+                [cwd, "/tmp", tmpdir.as_str()]
                     .iter()
                     .filter(|r| !r.is_empty())
                     .any(|r| Path::new(path).starts_with(r))
             }
-            _ => true,
+        };
+        if files.iter().all(|f| writable(&f.path)) {
+            return Gate::Run;
+        }
+        let refuses = policy == "never" || policy["granular"]["sandbox_approval"] == false;
+        if refuses {
+            Gate::Refuse
+        } else {
+            Gate::Ask
         }
     }
 

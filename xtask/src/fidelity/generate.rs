@@ -228,7 +228,7 @@ impl<'a> Generator<'a> {
             "runtimeWorkspaceRoots" => json!([[], ["${work}"], ["${work}/sub"]]),
             "permissions" => json!([":read-only", ":workspace", ":danger-no-sandbox", "custom"]),
             "projectId" => json!(["proj-1"]),
-            "threadSource" => json!(["cli", "vscode", "app"]),
+            "threadSource" => json!(["user", "cli", "vscode", "app"]),
             "serviceName" => json!(["svc"]),
             "mockExperimentalField" => json!(["x"]),
             "clientUserMessageId" => json!(["client-msg-1"]),
