@@ -39,7 +39,8 @@ pub const FLOATING: &[&str] = &[
 /// `serverRequest/resolved`, the thread's status change and the item's completion come in
 /// either order (seen both ways on a declined command); a `turn/start`'s
 /// `thread/settings/updated` and its result come in either order (both seen on 0.163.0 in Plan
-/// mode).
+/// mode, and on 0.171.0); a `turn/start`'s result and the thread turning active come in either
+/// order (both seen on 0.171.0, real against real).
 fn settle_races(t: &mut [Entry]) {
     for i in 0..t.len().saturating_sub(2) {
         if method(&t[i]) == Some("serverRequest/resolved")
@@ -52,6 +53,14 @@ fn settle_races(t: &mut [Entry]) {
     for i in 0..t.len().saturating_sub(1) {
         let result_first = method(&t[i]).is_none() && t[i].msg["result"]["turn"].is_object();
         if result_first && method(&t[i + 1]) == Some("thread/settings/updated") {
+            t.swap(i, i + 1);
+        }
+    }
+    for i in 0..t.len().saturating_sub(1) {
+        let active = method(&t[i]) == Some("thread/status/changed")
+            && t[i].msg["params"]["status"]["type"] == "active";
+        let result_next = method(&t[i + 1]).is_none() && t[i + 1].msg["result"]["turn"].is_object();
+        if active && result_next {
             t.swap(i, i + 1);
         }
     }

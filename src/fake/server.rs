@@ -648,7 +648,7 @@ impl Conn {
         json!({
             "thread": self.thread_payload(thread_id, info, with_turns),
             "model": self.model_of(info), "modelProvider": self.provider_of(info),
-            "serviceTier": info["serviceTier"],
+            "serviceTier": self.fake.catalog.served_tier(&info["serviceTier"], &self.model_of(info)),
             "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": self.roots_of(info),
             "instructionSources": [],
             "approvalPolicy": self.approval_policy_of(info),
@@ -700,12 +700,26 @@ impl Conn {
             .map_or((Value::Null, Value::Null), |r| (r.sandbox, r.profile))
     }
 
-    /// The thread's runtime workspace roots (by default its cwd).
-    fn roots_of(&self, info: &Value) -> Value {
+    /// The thread's own runtime workspace roots (by default its cwd).
+    fn own_roots(&self, info: &Value) -> Vec<String> {
         match &info["roots"] {
-            Value::Array(r) => Value::Array(r.clone()),
-            _ => json!([info["cwd"]]),
+            Value::Array(r) => r
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            _ => info["cwd"]
+                .as_str()
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
         }
+    }
+
+    /// The roots it works in: its environments' when it names any.
+    fn roots_of(&self, info: &Value) -> Value {
+        let envs = info["environments"].as_array().cloned();
+        json!(settings::shown_roots(&envs, &self.own_roots(info)))
     }
 
     /// The thread's environments: the local one at its cwd, unless it started with others.
@@ -713,7 +727,7 @@ impl Conn {
         match &info["environments"] {
             Value::Array(e) => Value::Array(e.clone()),
             _ => json!([{"environmentId": "local", "cwd": info["cwd"],
-                         "runtimeWorkspaceRoots": self.roots_of(info)}]),
+                         "runtimeWorkspaceRoots": self.own_roots(info)}]),
         }
     }
 
@@ -1151,6 +1165,10 @@ impl Conn {
 
     fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (source, info) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        // Its rollout is written with its first turn: before, there is nothing to fork.
+        if info["turns"].as_array().is_none_or(Vec::is_empty) {
+            return Err(format!("no rollout found for thread id {source}"));
+        }
         let thread_id = uuid::Uuid::now_v7().to_string();
         // A fork keeps its source's cwd, approval settings and sandbox setting (a
         // `workspace-write` mode excepted: the configured default then) unless its params say
@@ -1226,7 +1244,7 @@ impl Conn {
         self.result(
             id,
             json!({"thread": self.thread_payload(&thread_id, &info, with_turns),
-                   "readState": read_state(&info)}),
+                   "readState": read_state(&thread_id, &info)}),
         );
         Ok(())
     }
@@ -1235,7 +1253,7 @@ impl Conn {
     /// its start), guarded by the revision the client saw.
     fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
-        let current = read_state(&info);
+        let current = read_state(&thread_id, &info);
         if current["revision"] != params["expectedRevision"] {
             self.send(json!({"error": {"code": -32600,
                 "data": {"reason": "readStateConflict", "readState": current},
@@ -1372,7 +1390,7 @@ impl Conn {
                 let mut t = self.thread_payload(tid, info, false);
                 // Listed threads do not say whether they take direct input.
                 t["canAcceptDirectInput"] = Value::Null;
-                (updated, t, read_state(info))
+                (updated, t, read_state(tid, info))
             })
             .collect();
         threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
@@ -1810,13 +1828,24 @@ fn page<T>(
 }
 
 /// A thread's read state as `thread/read` reports it: none until a turn has ended.
-fn read_state(info: &Value) -> Value {
+/// A thread's read state: none for threads codex keeps no read state for (ephemeral ones, and
+/// those of another source than the user's), else the last one published, or the initial one
+/// (app-server `read_state::eligible`).
+fn read_state(thread_id: &str, info: &Value) -> Value {
+    if !has_read_state(info) {
+        return Value::Null;
+    }
     match info["readRevision"].as_str() {
         Some(revision) => {
             json!({"firstUnread": info["firstUnread"], "revision": revision})
         }
-        None => Value::Null,
+        None => json!({"firstUnread": null, "revision": format!("initial:{thread_id}")}),
     }
+}
+
+/// Whether codex keeps a read state for the thread.
+pub fn has_read_state(info: &Value) -> bool {
+    info["ephemeral"] != true && (info["threadSource"].is_null() || info["threadSource"] == "user")
 }
 
 /// A client notification whose method the protocol does not know (the real server drops it

@@ -17,6 +17,12 @@ pub struct ModelInfo {
     pub effective_context_window_percent: Option<i64>,
     #[serde(default)]
     pub service_tiers: Vec<String>,
+    /// `freeform` when codex offers the model its `apply_patch` tool as a custom tool.
+    #[serde(default)]
+    pub apply_patch_tool_type: Option<String>,
+    /// Models of different hashes need the history compacted when a thread switches.
+    #[serde(default)]
+    pub comp_hash: Option<String>,
 }
 
 /// The model catalog of the version the fake answers as.
@@ -68,8 +74,9 @@ impl Catalog {
         })
     }
 
-    /// A thread's service tier: `null` asks for `default`, `fast` is `priority`; a tier the
-    /// model does not advertise (`default` and `flex` always are) is dropped with a warning.
+    /// A thread's service tier as configured: `null` asks for `default`, `fast` is `priority`;
+    /// a tier the model does not advertise (`default` and `flex` always are) stays the thread's
+    /// setting but is left out of its requests, with a warning (see [`Catalog::served_tier`]).
     /// `requested`: the param (`None`: absent), else the configured tier.
     pub fn service_tier(
         &self,
@@ -90,17 +97,30 @@ impl Catalog {
         } else {
             tier
         };
-        let advertised = self
-            .find(model)
-            .is_some_and(|m| m.service_tiers.contains(&tier));
-        if tier == "default" || tier == "flex" || advertised {
+        if !self.served_tier(&json!(tier), model).is_null() {
             return (json!(tier), None);
         }
         let warning = format!(
             "Configured service tier `{tier}` is not advertised as supported for model \
              `{model}` and will be omitted from requests."
         );
-        (Value::Null, Some(warning))
+        (json!(tier), Some(warning))
+    }
+
+    /// The tier a thread's requests carry (what thread results show): the configured one if
+    /// the model advertises it, else none.
+    pub fn served_tier(&self, tier: &Value, model: &str) -> Value {
+        let Some(t) = tier.as_str() else {
+            return Value::Null;
+        };
+        let advertised = self
+            .find(model)
+            .is_some_and(|m| m.service_tiers.iter().any(|x| x == t));
+        if t == "default" || t == "flex" || advertised {
+            json!(t)
+        } else {
+            Value::Null
+        }
     }
 }
 
@@ -332,6 +352,24 @@ fn environments(v: &Value) -> Result<Option<Vec<Value>>, String> {
     Ok(Some(out))
 }
 
+/// The roots a thread works in: its first environment's when it names environments (none for
+/// an empty list), else its own.
+pub fn shown_roots(environments: &Option<Vec<Value>>, roots: &[String]) -> Vec<String> {
+    match environments {
+        Some(list) => list
+            .first()
+            .and_then(|e| e["runtimeWorkspaceRoots"].as_array())
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        None => roots.to_vec(),
+    }
+}
+
 /// A list of paths without repeats, order kept.
 fn dedup(paths: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -359,25 +397,16 @@ pub fn for_start(
     let cfg = base.layered(&layer);
     let cwd = resolve_path(params["cwd"].as_str().unwrap_or_default(), server_cwd);
     let environments = environments(&params["environments"])?;
-    let roots = match (&environments, params["runtimeWorkspaceRoots"].as_array()) {
-        (Some(envs), _) => envs
-            .first()
-            .and_then(|e| e["runtimeWorkspaceRoots"].as_array())
-            .map(|r| {
-                dedup(
-                    r.iter()
-                        .filter_map(Value::as_str)
-                        .map(|s| normalize(Path::new(s))),
-                )
-            })
-            .unwrap_or_default(),
-        (None, Some(r)) => dedup(
+    // The thread's own workspace roots; what it works in is its environments' when it has any.
+    let roots = match params["runtimeWorkspaceRoots"].as_array() {
+        Some(r) => dedup(
             r.iter()
                 .filter_map(Value::as_str)
                 .map(|s| normalize(Path::new(s))),
         ),
-        (None, None) => vec![cwd.clone()],
+        None => vec![cwd.clone()],
     };
+    let shown = shown_roots(&environments, &roots);
     // The thread's `config` layer before config.toml; within one layer a permission profile
     // before a sandbox mode.
     let layer_str = |k: &str| layer.get(k).and_then(Value::as_str).map(str::to_string);
@@ -424,7 +453,7 @@ pub fn for_start(
     };
     Ok(Resolved {
         setting,
-        sandbox: sandbox_object(mode, &roots, &cwd, &cfg),
+        sandbox: sandbox_object(mode, &shown, &cwd, &cfg),
         profile,
         approval_policy: given("approvalPolicy")
             .map_or_else(|| json!(cfg.approval_policy), approval_policy),
@@ -564,20 +593,8 @@ pub fn for_turn(
         _ => None,
     };
     if let Some(mode) = mode {
-        let sandbox_roots: Vec<String> = match next["environments"].as_array() {
-            Some(list) => list
-                .first()
-                .and_then(|e| e["runtimeWorkspaceRoots"].as_array())
-                .map(|r| {
-                    r.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            None => roots.clone(),
-        };
-        next["sandbox"] = sandbox_object(mode, &sandbox_roots, &cwd, base);
+        let envs = next["environments"].as_array().cloned();
+        next["sandbox"] = sandbox_object(mode, &shown_roots(&envs, &roots), &cwd, base);
     }
     // Approvals.
     if let Some(p) = given("approvalPolicy") {

@@ -337,13 +337,13 @@ fn play(
             ctx.notify("turn/diff/updated", json!({"diff": diff}));
         }
         // An interrupted or failed turn reports no items; a finished one its final answer: the
-        // last agent message of its last model response (commentary is left out).
+        // last agent message that says anything (commentary is left out).
         let summary: Vec<Value> = match &outcome {
             Err(End::Interrupted | End::Failed(_)) => Vec::new(),
             _ => ctx
-                .answer
+                .messages
                 .iter()
-                .rfind(|m| m["phase"] != "commentary")
+                .rfind(|m| m["phase"] != "commentary" && m["text"] != "")
                 .cloned()
                 .into_iter()
                 .collect(),
@@ -411,8 +411,6 @@ struct Ctx<'a> {
     items: Vec<Value>,
     /// The completed agent messages of the turn.
     messages: Vec<Value>,
-    /// Those of the model response being played: the turn's answer if it is the last.
-    answer: Vec<Value>,
     /// The model response being played (numbered across the state dir, as the scripted
     /// model numbers them) and the next output index in it.
     resp: u64,
@@ -594,7 +592,6 @@ impl<'a> Ctx<'a> {
             turn_id: turn_id.to_string(),
             items: Vec::new(),
             messages: Vec::new(),
-            answer: Vec::new(),
             resp: 0,
             out: 0,
             usage: None,
@@ -623,7 +620,6 @@ impl<'a> Ctx<'a> {
         self.out = 0;
         self.usage = None;
         self.open = true;
-        self.answer.clear();
     }
 
     /// The model's id for the next output item of this response (`msg_3_0`, `call_3_1`, …).
@@ -685,10 +681,7 @@ impl<'a> Ctx<'a> {
         let thread_id = self.ctl.thread_id.clone();
         // An ephemeral thread, or one with legacy history, has no read state (checked on
         // 0.171.0).
-        let data = self.conn.fake.store.load();
-        let t = &data["threads"][&thread_id];
-        let user = t["threadSource"].is_null() || t["threadSource"] == "user";
-        if t["ephemeral"] == true || t["historyMode"] == "legacy" || !user {
+        if !super::server::has_read_state(&self.conn.fake.store.load()["threads"][&thread_id]) {
             return;
         }
         let revision = uuid::Uuid::new_v4().to_string();
@@ -730,15 +723,9 @@ impl<'a> Ctx<'a> {
         item["startedAtMs"] = json!(started_at);
         item["completedAtMs"] = json!(at);
         match item["type"].as_str() {
-            Some("agentMessage") => {
-                self.messages.push(item.clone());
-                self.answer.push(item.clone());
-            }
+            Some("agentMessage") => self.messages.push(item.clone()),
             // The turn's answer is what the model said after the last user input.
-            Some("userMessage") => {
-                self.messages.clear();
-                self.answer.clear();
-            }
+            Some("userMessage") => self.messages.clear(),
             _ => {}
         }
         self.rollout
@@ -1000,23 +987,29 @@ impl<'a> Ctx<'a> {
     /// The stream ended early: retried while the provider allows it, else the turn fails.
     fn dropped_stream(&mut self) -> Result<(), End> {
         self.unfinished_response();
-        let max = self.conn.fake.config.stream_max_retries;
-        if self.retries < max {
-            self.retries += 1;
-            self.rollout.response_dropped();
-            self.item_notify(
-                "error",
-                json!({"error": turn_error(
-                          &format!("Reconnecting... {}/{max}", self.retries),
-                          json!({"responseStreamDisconnected": {"httpStatusCode": null}}),
-                          json!(STREAM_CLOSED)),
-                       "willRetry": true}),
-                json!({}),
-            );
-            self.open = false;
-            return Ok(());
+        if self.retries < self.conn.fake.config.stream_max_retries {
+            return self.retry_stream(STREAM_CLOSED);
         }
         self.fail(STREAM_CLOSED.to_string(), json!("other"))
+    }
+
+    /// A failed stream retried: codex says so (the failure's text as the details) and asks
+    /// again (the turn's next scripted response).
+    fn retry_stream(&mut self, details: &str) -> Result<(), End> {
+        let max = self.conn.fake.config.stream_max_retries;
+        self.retries += 1;
+        self.rollout.response_dropped();
+        self.item_notify(
+            "error",
+            json!({"error": turn_error(
+                      &format!("Reconnecting... {}/{max}", self.retries),
+                      json!({"responseStreamDisconnected": {"httpStatusCode": null}}),
+                      json!(details)),
+                   "willRetry": true}),
+            json!({}),
+        );
+        self.open = false;
+        Ok(())
     }
 
     fn fail(&mut self, message: String, info: Value) -> Result<(), End> {
@@ -1228,11 +1221,23 @@ impl<'a> Ctx<'a> {
             }
             "error_note" => return self.dropped_stream(),
             "fail" => {
-                let (message, info) = failure(
-                    step["code"].as_str().unwrap_or("server_error"),
-                    step["message"].as_str().unwrap_or("turn failed"),
-                );
+                let code = step["code"].as_str().unwrap_or("server_error");
+                let (message, info) =
+                    failure(code, step["message"].as_str().unwrap_or("turn failed"));
                 self.unfinished_response();
+                // A stream error or a rate limit is retried as the provider allows, like a
+                // dropped stream; codex's other failure codes end the turn.
+                let retried = !matches!(
+                    code,
+                    "context_length_exceeded"
+                        | "insufficient_quota"
+                        | "usage_not_included"
+                        | "invalid_prompt"
+                        | "server_is_overloaded"
+                );
+                if retried && self.retries < self.conn.fake.config.stream_max_retries {
+                    return self.retry_stream(&message);
+                }
                 if info == "contextWindowExceeded" {
                     self.context_full();
                     self.rate_limits();
@@ -1657,6 +1662,11 @@ impl<'a> Ctx<'a> {
         if self.no_environment() {
             return Ok(());
         }
+        // A model without codex's freeform patch tool (one it has no metadata for) calls a tool
+        // codex does not offer: codex tells the model, the client sees nothing.
+        if !self.has_patch_tool() {
+            return Ok(());
+        }
         let cwd = self.cwd();
         let files = patch_files(step, &cwd);
         let gate = self.patch_gate(&files, &cwd);
@@ -1721,6 +1731,20 @@ impl<'a> Ctx<'a> {
             self.turn_diff = Some(diff);
         }
         Ok(())
+    }
+
+    /// Whether the thread's model has codex's freeform `apply_patch` tool (its catalog entry
+    /// says so).
+    fn has_patch_tool(&self) -> bool {
+        let data = self.conn.fake.store.load();
+        let model = data["threads"][&self.ctl.thread_id]["model"]
+            .as_str()
+            .map_or_else(|| self.conn.fake.config.model.clone(), str::to_string);
+        self.conn
+            .fake
+            .catalog
+            .find(&model)
+            .is_some_and(|m| m.apply_patch_tool_type.as_deref() == Some("freeform"))
     }
 
     /// Whether the thread has no execution environment (`environments: []`): codex then runs
@@ -2284,7 +2308,9 @@ fn patch_files(step: &Value, cwd: &str) -> Vec<PatchFile> {
     }
     let path = abs(step["path"].as_str().unwrap_or("README.md"));
     let content = match step["content"].as_str() {
-        Some(c) => c.to_string(),
+        // The patch carries the content's lines, each ended by a newline (at least one line).
+        Some("") => "\n".to_string(),
+        Some(c) => c.lines().map(|l| format!("{l}\n")).collect(),
         None => step["diff"]
             .as_str()
             .unwrap_or("+hello\n")

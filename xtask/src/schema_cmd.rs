@@ -81,7 +81,8 @@ pub fn feature_facts(list: &str) -> Result<String, String> {
 }
 
 /// `facts/models.json` from `codex debug models`: per catalog model (catalog order), its slug,
-/// context window, the share of it codex reports (percent) and its service tier ids.
+/// context window, the share of it codex reports (percent), its service tier ids, its patch
+/// tool and its compaction hash (a switch between models of different hashes compacts).
 pub fn model_facts(catalog: &str) -> Result<String, String> {
     let v: serde_json::Value =
         serde_json::from_str(catalog).map_err(|e| format!("`codex debug models`: {e}"))?;
@@ -99,7 +100,8 @@ pub fn model_facts(catalog: &str) -> Result<String, String> {
                 .collect();
             serde_json::json!({"slug": m["slug"], "context_window": m["context_window"],
                 "effective_context_window_percent": m["effective_context_window_percent"],
-                "service_tiers": tiers})
+                "service_tiers": tiers, "apply_patch_tool_type": m["apply_patch_tool_type"],
+                "comp_hash": m["comp_hash"]})
         })
         .collect();
     Ok(serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n")

@@ -97,7 +97,8 @@ const COMMANDS: &[&str] = &[
     "false",
     "exit 3",
     "echo err >&2",
-    "echo out; echo err >&2; exit 2",
+    // Both streams at once: how they interleave is the real server's race (docs/turns.md).
+    "echo err >&2; exit 2",
     "echo a; sleep 0.3; echo b",
     "cat missing-file.txt",
     "echo $((1+2))",
