@@ -360,6 +360,8 @@ fn play(
             Ok(()) if compact || !last || !says_something => {}
             Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
             Err(End::Interrupted) => ctx.finish_interrupt(),
+            // An aborted turn with an answer asks for attention too.
+            Err(End::Cancelled) if ctx.final_answer().is_some() => ctx.read_state(),
             Err(End::Cancelled | End::Steered) => {}
         }
         if !matches!(outcome, Err(End::Failed(_))) {
@@ -423,8 +425,9 @@ struct Ctx<'a> {
     resent: u64,
     /// The turn's diff so far (reported again when the turn ends).
     turn_diff: Option<String>,
-    /// The files the turn's patches wrote, by the path its diff shows, with their content.
-    turn_files: std::collections::BTreeMap<String, String>,
+    /// The files the turn's patches wrote, by the path its diff shows: their content before the
+    /// turn (None: new) and now.
+    turn_files: std::collections::BTreeMap<String, (Option<String>, String)>,
     /// A model response is being streamed (its usage not yet reported).
     open: bool,
     /// The real rollout's entry ordinals, as far as this turn has written them (see
@@ -826,16 +829,21 @@ impl<'a> Ctx<'a> {
             return Err(End::Steered);
         }
         if self.ctl.interrupted() || self.conn.is_closed() {
-            // The real server reports the aborted stream's rate limits before it answers
-            // `turn/interrupt`.
-            self.rate_limits();
-            if !self.messages.is_empty() {
+            // The real server reports the aborted stream's usage and rate limits before it
+            // answers `turn/interrupt`, and asks for attention if the turn had an answer.
+            self.unfinished_response();
+            if self.final_answer().is_some() {
                 self.read_state();
             }
             self.ctl.acked.store(true, Ordering::SeqCst);
             return Err(End::Interrupted);
         }
         Ok(())
+    }
+
+    /// The turn's answer so far: its last agent message that is not commentary.
+    fn final_answer(&self) -> Option<&Value> {
+        self.messages.iter().rfind(|m| m["phase"] != "commentary")
     }
 
     /// After an interrupt: the `turn/interrupt` reply goes out before the turn closes.
@@ -1067,6 +1075,11 @@ impl<'a> Ctx<'a> {
             self.resent = 0;
             let played = response.iter().try_for_each(|step| {
                 self.check()?;
+                // codex dispatches a tool call after the stream's item arrives: an interrupt
+                // the client sent meanwhile ends the turn first (seen on 0.171.0).
+                if TOOL_STEPS.contains(&step["kind"].as_str().unwrap_or_default()) {
+                    self.wait(TOOL_DISPATCH)?;
+                }
                 self.step(step)
             });
             match played.and_then(|()| self.check()) {
@@ -1258,6 +1271,22 @@ impl<'a> Ctx<'a> {
             }
             "permissions" => {
                 let id = self.model_id("call");
+                // The tool exists only with its feature, and codex refuses it without asking
+                // under `never` (or a granular policy without `request_permissions`).
+                let policy = self.approval_policy_value();
+                let has_tool = self
+                    .conn
+                    .fake
+                    .config
+                    .features
+                    .iter()
+                    .any(|f| f == "request_permissions_tool");
+                if !has_tool
+                    || policy == "never"
+                    || policy["granular"]["request_permissions"] == false
+                {
+                    return Ok(());
+                }
                 self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
                 let params = self.scope(json!({"itemId": id, "environmentId": "local",
                     "startedAtMs": now_ms(), "cwd": self.cwd(), "reason": step["reason"],
@@ -1712,19 +1741,23 @@ impl<'a> Ctx<'a> {
                 if let Some(dir) = Path::new(&f.path).parent() {
                     let _ = std::fs::create_dir_all(dir);
                 }
-                let _ = std::fs::write(&f.path, &f.content);
                 // Inside the cwd the diff names the path relative to it.
                 let shown = Path::new(&f.path)
                     .strip_prefix(&cwd)
                     .map_or_else(|_| f.path.clone(), path_str);
-                self.turn_files.insert(shown, f.content.clone());
+                let before = std::fs::read_to_string(&f.path).ok();
+                let _ = std::fs::write(&f.path, &f.content);
+                self.turn_files
+                    .entry(shown)
+                    .and_modify(|(_, now)| now.clone_from(&f.content))
+                    .or_insert((before, f.content.clone()));
             }
         }
         // The turn's whole diff so far, after each patch.
         let diff: String = self
             .turn_files
             .iter()
-            .map(|(path, content)| git_add_diff(path, content))
+            .map(|(path, (before, now))| git_diff(path, before.as_deref(), now))
             .collect();
         if !diff.is_empty() {
             self.notify("turn/diff/updated", json!({"diff": diff}));
@@ -2224,6 +2257,10 @@ fn run_command(
     }
 }
 
+/// How long codex takes from a tool call's arrival in the stream to running it (an estimate:
+/// long enough for an interrupt sent on the stream's last delta to arrive first).
+const TOOL_DISPATCH: Duration = Duration::from_millis(15);
+
 /// Stream-ending steps whose output the model is asked about next.
 const TOOL_STEPS: &[&str] = &[
     "command",
@@ -2330,12 +2367,71 @@ fn patch_files(step: &Value, cwd: &str) -> Vec<PatchFile> {
     }]
 }
 
-/// The git diff of a new file, as `turn/diff/updated` carries it (paths are absolute outside a
-/// repository, hence `a//tmp/…`).
-fn git_add_diff(path: &str, content: &str) -> String {
+/// The git blob id of a file's content.
+fn blob_id(content: &str) -> String {
     let mut sha = sha1_smol::Sha1::new();
     sha.update(format!("blob {}\0", content.len()).as_bytes());
     sha.update(content.as_bytes());
+    sha.digest().to_string()
+}
+
+/// A hunk header's range: `start,len`, the length left out when it is 1.
+fn hunk_range(start: usize, len: usize) -> String {
+    match len {
+        0 => format!("{},0", start),
+        1 => format!("{}", start + 1),
+        n => format!("{},{n}", start + 1),
+    }
+}
+
+/// The git diff of a file a turn changed from `old` (None: it did not exist) to `new`, as
+/// `turn/diff/updated` carries it: three lines of context (paths are absolute outside a
+/// repository, hence `a//tmp/…`).
+fn git_diff(path: &str, old: Option<&str>, new: &str) -> String {
+    let Some(old) = old else {
+        return git_add_diff(path, new);
+    };
+    if old == new {
+        return String::new();
+    }
+    let mut out = format!(
+        "diff --git a/{path} b/{path}\nindex {}..{}\n--- a/{path}\n+++ b/{path}\n",
+        blob_id(old),
+        blob_id(new)
+    );
+    let diff = similar::TextDiff::from_lines(old, new);
+    for group in diff.grouped_ops(3) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (o, n) = (first.old_range().start, first.new_range().start);
+        let (o_len, n_len) = (last.old_range().end - o, last.new_range().end - n);
+        out.push_str(&format!(
+            "@@ -{} +{} @@\n",
+            hunk_range(o, o_len),
+            hunk_range(n, n_len)
+        ));
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    similar::ChangeTag::Equal => ' ',
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                };
+                out.push(sign);
+                out.push_str(change.value());
+                if change.missing_newline() {
+                    out.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The git diff of a new file, as `turn/diff/updated` carries it.
+fn git_add_diff(path: &str, content: &str) -> String {
+    let sha = blob_id(content);
     let lines = content.lines().count();
     let range = if lines == 1 {
         "1".to_string()
@@ -2345,9 +2441,8 @@ fn git_add_diff(path: &str, content: &str) -> String {
     let body: String = content.lines().map(|l| format!("+{l}\n")).collect();
     format!(
         "diff --git a/{path} b/{path}\nnew file mode 100644\nindex \
-         0000000000000000000000000000000000000000..{}\n--- /dev/null\n+++ b/{path}\n\
+         0000000000000000000000000000000000000000..{sha}\n--- /dev/null\n+++ b/{path}\n\
          @@ -0,0 +{range} @@\n{body}",
-        sha.digest()
     )
 }
 

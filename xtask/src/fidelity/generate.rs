@@ -107,7 +107,9 @@ const COMMANDS: &[&str] = &[
     "true && echo ok | tr a-z A-Z",
     "seq 1 200",
     "cat README.md",
-    "ls -la",
+    // Not `ls -a`: codex's sandbox mounts its protected directories (`.agents`, `.codex`)
+    // into the cwd, where only a sandboxed command sees them.
+    "ls -l",
     "grep -r hello .",
     "echo a\\\\b",
     "",
