@@ -903,6 +903,17 @@ impl Conn {
         }
     }
 
+    /// A loaded thread that can have goals (an ephemeral one cannot).
+    fn loaded_with_goals(&self, params: &Value) -> Result<(String, Value), String> {
+        let (thread_id, info) = self.loaded(params)?;
+        if info["ephemeral"] == true {
+            return Err(format!(
+                "ephemeral thread does not support goals: {thread_id}"
+            ));
+        }
+        Ok((thread_id, info))
+    }
+
     /// A thread this process has loaded (turns, goals, compaction need one).
     fn loaded(&self, params: &Value) -> Result<(String, Value), String> {
         let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
@@ -1233,6 +1244,9 @@ impl Conn {
     fn thread_read(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
         let with_turns = params["includeTurns"].as_bool() == Some(true);
+        if with_turns && info["ephemeral"] == true {
+            return Err("ephemeral threads do not support includeTurns".into());
+        }
         if with_turns {
             self.notify(
                 "deprecationNotice",
@@ -1325,6 +1339,11 @@ impl Conn {
     /// default; `turnId` keeps one turn's), with the real server's cursors.
     fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
+        if info["ephemeral"] == true {
+            self.send(json!({"error": {"code": -32601,
+                "message": "thread/items/list is not supported yet"}, "id": id}));
+            return Ok(());
+        }
         let mut entries: Vec<(u64, Value)> = Vec::new();
         for t in info["turns"].as_array().into_iter().flatten() {
             if params["turnId"].is_string() && t["id"] != params["turnId"] {
@@ -1355,6 +1374,9 @@ impl Conn {
     /// default), the real server's cursors, summary items by default.
     fn turns_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.stored(params, "thread", "thread not loaded: ")?;
+        if info["ephemeral"] == true {
+            return Err("ephemeral threads do not support thread/turns/list".into());
+        }
         let view = params["itemsView"].as_str().unwrap_or("summary");
         let turns: Vec<(u64, &Value)> = info["turns"]
             .as_array()
@@ -1423,7 +1445,10 @@ impl Conn {
     }
 
     fn thread_archive(&self, id: &Value, params: &Value, archive: bool) -> Result<(), String> {
-        let (thread_id, _) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        let (thread_id, info) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        if info["ephemeral"] == true {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
         let info = self.fake.store.update(|d| {
             d["threads"][&thread_id]["archived"] = json!(archive);
             d["threads"][&thread_id].clone()
@@ -1458,7 +1483,12 @@ impl Conn {
     }
 
     fn thread_name_set(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        let (thread_id, info) = self.stored(params, "thread", "no rollout found for thread id ")?;
+        if info["ephemeral"] == true {
+            return Err(format!(
+                "ephemeral thread does not support metadata updates: {thread_id}"
+            ));
+        }
         let name = params["name"].clone();
         self.fake
             .store
@@ -1474,7 +1504,7 @@ impl Conn {
     // --- goals ---------------------------------------------------------------------------------
 
     fn goal_set(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, info) = self.loaded(params)?;
+        let (thread_id, info) = self.loaded_with_goals(params)?;
         let now = now_secs();
         let mut goal = info["goal"].clone();
         let fresh = !goal.is_object() || params["objective"].is_string();
@@ -1514,14 +1544,14 @@ impl Conn {
     }
 
     fn goal_get(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (_, info) = self.loaded(params)?;
+        let (_, info) = self.loaded_with_goals(params)?;
         let goal = info.get("goal").cloned().unwrap_or(Value::Null);
         self.result(id, json!({"goal": goal}));
         Ok(())
     }
 
     fn goal_clear(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, info) = self.loaded(params)?;
+        let (thread_id, info) = self.loaded_with_goals(params)?;
         let had = info["goal"].is_object();
         self.fake.store.update(|d| {
             if let Some(t) = d["threads"][&thread_id].as_object_mut() {

@@ -306,6 +306,42 @@ fn sandbox_object(mode: &str, roots: &[String], cwd: &str, cfg: &Config) -> Valu
     }
 }
 
+/// A given workspace-write policy over the roots a thread works in: its own writable roots,
+/// then the other roots (the cwd is writable as one); without the cwd among them, the roots,
+/// `/tmp`, `$TMPDIR`, then its own.
+fn project_policy(policy: &Value, roots: &[String], cwd: &str) -> Value {
+    let mut p = sandbox_policy(policy);
+    let own: Vec<String> = p["writableRoots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    let writable = if roots.iter().any(|r| r == cwd) {
+        dedup(
+            own.into_iter()
+                .chain(roots.iter().filter(|r| *r != cwd).cloned()),
+        )
+    } else {
+        let tmpdir = std::env::var("TMPDIR").ok().filter(|t| !t.is_empty());
+        let tmpdir_writable = tmpdir.as_ref().is_some_and(|t| Path::new(t).is_dir());
+        if !tmpdir_writable {
+            p["excludeTmpdirEnvVar"] = json!(true);
+        }
+        dedup(
+            roots
+                .iter()
+                .cloned()
+                .chain(std::iter::once("/tmp".to_string()))
+                .chain(tmpdir)
+                .chain(own),
+        )
+    };
+    p["writableRoots"] = json!(writable);
+    p
+}
+
 /// The environments param of `thread/start`: `None` (absent or `null`) for the default local
 /// one; each entry's `cwd` as sent (`..` resolved), its roots (else `[cwd]`).
 fn environments(v: &Value) -> Result<Option<Vec<Value>>, String> {
@@ -579,6 +615,7 @@ pub fn for_turn(
         next["sandbox"] = sandbox_policy(p);
         next["permissionProfile"] = Value::Null;
         next["sandboxSetting"] = json!("policy");
+        next["sandboxPolicy"] = p.clone();
     } else if let Some(p) = given("permissions").and_then(Value::as_str) {
         profile_mode(p)?;
         next["permissionProfile"] = json!({"id": p, "extends": null});
@@ -592,9 +629,13 @@ pub fn for_turn(
         Some(("mode", m)) => SANDBOX_MODES.iter().copied().find(|x| *x == m),
         _ => None,
     };
+    let envs = next["environments"].as_array().cloned();
+    let shown = shown_roots(&envs, &roots);
     if let Some(mode) = mode {
-        let envs = next["environments"].as_array().cloned();
-        next["sandbox"] = sandbox_object(mode, &shown_roots(&envs, &roots), &cwd, base);
+        next["sandbox"] = sandbox_object(mode, &shown, &cwd, base);
+    } else if next["sandboxSetting"] == "policy" && next["sandbox"]["type"] == "workspaceWrite" {
+        // A workspace-write policy as given still writes where the thread works.
+        next["sandbox"] = project_policy(&next["sandboxPolicy"], &shown, &cwd);
     }
     // Approvals.
     if let Some(p) = given("approvalPolicy") {

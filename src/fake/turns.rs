@@ -339,7 +339,7 @@ fn play(
         // An interrupted or failed turn reports no items; a finished one its final answer: the
         // last agent message that says anything (commentary is left out).
         let summary: Vec<Value> = match &outcome {
-            Err(End::Interrupted | End::Failed(_)) => Vec::new(),
+            Err(End::Interrupted | End::Cancelled | End::Failed(_)) => Vec::new(),
             _ => ctx
                 .messages
                 .iter()
@@ -519,6 +519,12 @@ impl Rollout {
                 self.tool = true;
             }
         }
+    }
+    /// A tool call whose item the thread does not keep: its call, the response's usage record
+    /// and its output, no item.
+    fn unkept(&mut self) {
+        self.add(3);
+        self.tool = true;
     }
     fn response_ended(&mut self) {
         self.add(if self.tool { 1 } else { 2 });
@@ -751,8 +757,7 @@ impl<'a> Ctx<'a> {
         let mut item = item;
         item["startedAtMs"] = json!(started_at);
         item["completedAtMs"] = json!(at);
-        self.rollout
-            .completed(item["type"].as_str().unwrap_or_default());
+        self.rollout.unkept();
         self.item_notify(
             "item/completed",
             json!({"item": item}),
@@ -1415,7 +1420,9 @@ impl<'a> Ctx<'a> {
     /// `untrusted` asks about every command.
     fn command_gate(&self, escalated: bool) -> Gate {
         let policy = self.approval_policy_value();
-        let full = self.sandbox_type() == "dangerFullAccess";
+        // An external sandbox is the client's: codex runs commands as under full access.
+        let sandbox = self.sandbox_type();
+        let full = sandbox == "dangerFullAccess" || sandbox == "externalSandbox";
         match (&policy, policy.get("granular")) {
             (_, Some(g)) => match (g["sandbox_approval"] == true, escalated, full) {
                 (false, true, _) => Gate::Refuse,
@@ -1721,10 +1728,10 @@ impl<'a> Ctx<'a> {
             self.resolved();
             let decision = self.decision(method, &reply);
             self.status(json!({"type": "active", "activeFlags": []}));
+            // A patch whose request failed reads as declined (unlike a command).
             match decision {
                 Decision::Accept(_) => {}
-                Decision::Failed => status = "failed",
-                Decision::Decline | Decision::Cancel => status = "declined",
+                Decision::Decline | Decision::Cancel | Decision::Failed => status = "declined",
             }
             if status != "completed" {
                 self.completed(merge(&base, json!({"status": status})), at);
@@ -1800,7 +1807,7 @@ impl<'a> Ctx<'a> {
             return Gate::Ask;
         }
         let sandbox = self.sandbox_type();
-        if sandbox == "dangerFullAccess" {
+        if sandbox == "dangerFullAccess" || sandbox == "externalSandbox" {
             return Gate::Run;
         }
         let writable = |path: &str| {

@@ -49,9 +49,14 @@ struct Cli {
     /// Most runs one shrink may spend (per class)
     #[arg(long, default_value_t = 40)]
     shrink_budget: usize,
-    /// Keep each class's shrunk session as a corpus case (tests/corpus/fidelity/)
+    /// Keep each class's shrunk session (or the `--case`) as a corpus case: the case in
+    /// tests/corpus/fidelity/, the real server's transcript in tests/corpus/<V>/fidelity/
     #[arg(long)]
     keep: bool,
+    /// Fail unless at least this share of the sessions (percent) are identical or the real
+    /// server's own races
+    #[arg(long, value_name = "PERCENT")]
+    require: Option<f64>,
     /// Print the generated sessions (JSON, one a line) and run nothing
     #[arg(long)]
     print: bool,
@@ -562,13 +567,46 @@ fn report(
                 path.display()
             );
             if cli.keep {
-                let dir = kept_dir();
-                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                std::fs::write(dir.join(format!("{}.case.json", small.name)), &text)
-                    .map_err(|e| e.to_string())?;
+                keep(runner, &small)?;
             }
         }
     }
+    if cli.keep && cli.case.is_some() {
+        for c in cases {
+            keep(runner, c)?;
+        }
+    }
     println!("sessions, transcripts and report.json in {}", out.display());
+    if let Some(floor) = cli.require {
+        let races: usize = races.values().map(Vec::len).sum();
+        let share = 100.0 * (identical + races) as f64 / results.len().max(1) as f64;
+        if share < floor {
+            return Err(format!(
+                "fidelity: {share:.1} % of the sessions identical (or the real server's own \
+                 races), below the required {floor} %"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Keeps a session as a corpus case: the case, and the real server's transcript of it
+/// (`tests/turns_kept.rs` replays it against the fake offline).
+fn keep(runner: &Runner, case: &Case) -> Result<(), String> {
+    let dir = kept_dir();
+    let recorded = crate::codex_bin::corpus_dir(&runner.version).join("fidelity");
+    for d in [&dir, &recorded] {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let (real, error) = runner.run(case, "real")?;
+    if let Some(e) = error {
+        println!("  kept {} (the real run ended early: {e})", case.name);
+    }
+    let text = serde_json::to_string_pretty(case).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(dir.join(format!("{}.case.json", case.name)), text)
+        .map_err(|e| e.to_string())?;
+    let to = recorded.join(format!("{}.real.jsonl", case.name));
+    std::fs::copy(&real, &to).map_err(|e| format!("{}: {e}", to.display()))?;
+    println!("  kept {} as {}", case.name, to.display());
     Ok(())
 }
