@@ -883,8 +883,12 @@ impl Conn {
         let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
         check_uuid(&thread_id, what)?;
         let forget = scenario(&self.fake.dir)["forget_threads"].as_bool() == Some(true);
+        // An ephemeral thread lives only in the process that started it.
+        let gone = |info: &Value| {
+            info["ephemeral"] == true && !lock(&self.fake.loaded).contains(&thread_id)
+        };
         match self.fake.store.load()["threads"].get(&thread_id) {
-            Some(info) if !forget => Ok((thread_id, info.clone())),
+            Some(info) if !forget && !gone(info) => Ok((thread_id, info.clone())),
             _ => Err(format!("{missing}{thread_id}")),
         }
     }

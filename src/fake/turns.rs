@@ -1395,7 +1395,9 @@ impl<'a> Ctx<'a> {
     /// Whether an allow rule of the policy file covers the command (its words, split on
     /// whitespace, start with the rule's pattern).
     fn policy_allows(&self, raw: &str) -> bool {
-        let words: Vec<&str> = raw.split_whitespace().collect();
+        // codex matches rules against the words of a script it can parse as plain commands
+        // (else against `/bin/bash -lc <script>`), as it proposes amendments.
+        let words = shell::execpolicy_amendment(raw);
         let text = std::fs::read_to_string(self.rules_file()).unwrap_or_default();
         text.lines().any(|line| {
             let Some(rest) = line.trim().strip_prefix("prefix_rule(pattern=") else {

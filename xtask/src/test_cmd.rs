@@ -1,8 +1,9 @@
 //! `cargo xtask test`: the README's test command. Installs the real `codex` binary of every
 //! supported version (npm, into `target/codex-cache/<V>/`), runs every workspace test with
 //! `CODEX_WIRE_CODEX` pointing at the newest, then, per version, the live differential
-//! conformance run and the ignored-path oracle against that version's binary, and the turn
-//! corpus (real server with the scripted model against the fake) where a version has one.
+//! conformance run and the ignored-path oracle against that version's binary, the turn corpus
+//! (real server with the scripted model against the fake), and a fixed-seed run of generated
+//! sessions (`fidelity`).
 
 use std::process::Command;
 
@@ -42,5 +43,21 @@ pub fn main(args: &[String]) -> Result<(), String> {
         crate::oracle::main(&["--version".into(), v.clone()])?;
     }
     println!("== live turn corpus: the real server (scripted model) against the fake");
-    crate::turns::main(&[])
+    crate::turns::main(&[])?;
+    println!("== live fidelity: generated sessions, the real server against the fake");
+    crate::fidelity::main(&[
+        "--seed".into(),
+        FIDELITY_SEED.to_string(),
+        "--sessions".into(),
+        FIDELITY_SESSIONS.to_string(),
+        "--no-shrink".into(),
+        "--require".into(),
+        FIDELITY_REQUIRED.to_string(),
+    ])
 }
+
+/// The live fidelity run of `cargo xtask test`: a fixed seed, sized to about a minute; the
+/// share required leaves room for the real server's own races and timing (see docs/turns.md).
+const FIDELITY_SEED: u64 = 20261202;
+const FIDELITY_SESSIONS: usize = 30;
+const FIDELITY_REQUIRED: f64 = 90.0;
