@@ -201,16 +201,30 @@ fn proxy_judges_each_binary_as_its_own_version() {
         );
         let mut w = child.stdin.take().unwrap();
         w.write_all(input.as_bytes()).unwrap();
-        // Let the server answer both before the end of input closes it.
-        std::thread::sleep(Duration::from_millis(1500));
+        // The end of input closes a server that has not answered yet: wait for the answer.
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in
+                std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        let reply: serde_json::Value = loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("{}: no reply to {method}: {seen:?}", p.version));
+            match serde_json::from_str::<serde_json::Value>(&line) {
+                Ok(m) if m["id"] == 1 => break m,
+                _ => seen.push(line),
+            }
+        };
         drop(w);
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let reply: serde_json::Value = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|m| m["id"] == 1)
-            .unwrap_or_else(|| panic!("{}: no reply to {method}: {stdout}", p.version));
+        child.wait().unwrap();
         let real = reply["error"]["message"].as_str().unwrap_or_default();
         assert!(real.contains("unknown variant"), "{}: {reply}", p.version);
         // The transcript records the proxy's prediction for each client line.

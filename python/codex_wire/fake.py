@@ -138,15 +138,25 @@ class FakeCodex:
         data.update(changes)
         path.write_text(json.dumps(data), encoding="utf-8")
 
+    # Two kinds of readers: `requests` and `sent` return JSON-RPC messages (what went over the
+    # wire); the others return transcript entries (`{"pid", "t", "dir", "msg", "violation",
+    # "ignored", "reply_to"}` or events), for what the fake judged and who sent it.
+
     def entries(self) -> list[dict]:
+        """Every transcript entry, in order."""
         path = self.state_dir / "transcript.jsonl"
         if not path.exists():
             return []
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
-    def requests(self, method: Optional[str] = None) -> list[dict]:
+    def request_entries(self, method: Optional[str] = None) -> list[dict]:
+        """Transcript entries of the client's requests, optionally one method."""
         return [e for e in self.entries() if e.get("dir") == "in" and "method" in e.get("msg", {})
                 and "id" in e["msg"] and (method is None or e["msg"]["method"] == method)]
+
+    def requests(self, method: Optional[str] = None) -> list[dict]:
+        """The client's requests (messages), optionally one method."""
+        return [e["msg"] for e in self.request_entries(method)]
 
     def sent(self, method: Optional[str] = None) -> list[dict]:
         """Messages the fake wrote, optionally one method."""
@@ -154,9 +164,11 @@ class FakeCodex:
                 and (method is None or e["msg"].get("method") == method)]
 
     def replies_to(self, server_method: str) -> list[dict]:
+        """Transcript entries of the client's answers to one kind of server request."""
         return [e for e in self.entries() if e.get("reply_to") == server_method]
 
     def violations(self) -> list[dict]:
+        """Transcript entries the real server would refuse or never expect."""
         return [e for e in self.entries() if e.get("violation")]
 
     def ignored_fields(self) -> list[tuple[str, str]]:

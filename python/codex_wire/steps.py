@@ -14,7 +14,7 @@ from typing import Any, Iterable, Optional, Sequence
 # doing: no model response makes it happen).
 MODEL_KINDS = {
     "message", "reasoning", "command", "file_change", "usage", "fail", "message_partial",
-    "error_note", "user_input", "tool_call", "permissions", "goal", "sleep",
+    "error_note", "user_input", "tool_call", "permissions", "goal", "sleep", "http_error",
 }
 FAKE_ONLY_KINDS = {
     "crash", "progress", "grandchild", "notify", "compaction", "elicitation", "auth_refresh",
@@ -124,7 +124,10 @@ def usage(input: int, output: int = 0, *, cached: int = 0, reasoning: int = 0) -
     return _step("usage", input=input, output=output, cached=cached, reasoning=reasoning or None)
 
 
-FAIL_CODES = ("context_length_exceeded", "insufficient_quota", "rate_limit_exceeded", "server_is_overloaded")
+FAIL_CODES = (
+    "context_length_exceeded", "insufficient_quota", "rate_limit_exceeded", "server_is_overloaded",
+    "invalid_prompt",
+)
 
 
 def fail(message: str, *, code: Optional[str] = None) -> dict:
@@ -132,6 +135,21 @@ def fail(message: str, *, code: Optional[str] = None) -> dict:
     _str("message", message)
     _str("code", code, optional=True)
     return _step("fail", message=message, code=code)
+
+
+def http_error(status: int, body: str = "", *, headers: Optional[dict[str, str]] = None) -> dict:
+    """The model provider answers the request with an HTTP error (``Retry-After``,
+    ``x-request-id`` … in ``headers``): resent, retried and reported as codex does."""
+    _int("status", status, minimum=100)
+    if status > 599:
+        raise ValueError(f"status must be an HTTP status (100-599), not {status}")
+    _str("body", body)
+    if headers is not None:
+        if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise TypeError("headers must be a dict of strings")
+    return _step("http_error", status=status, body=body, headers=headers)
 
 
 def message_partial(text: str) -> dict:

@@ -985,11 +985,15 @@ impl Conn {
         // A thread taken up by this process gets its settings back, with the params' over them
         // (and keeps those); one already loaded here ignores the params (checked on 0.171.0).
         if newly && info["sandbox"].is_object() {
+            // Loaded afresh: no error of an earlier process's turn shows.
+            if let Some(t) = info.as_object_mut() {
+                t.remove("systemError");
+            }
             match settings::for_start(
                 &self.fake.config,
                 &self.fake.catalog,
                 &self.fake.cwd,
-                &resumed_params(&info, params),
+                &resumed_params(&info, params, &self.fake.cwd),
             ) {
                 Ok(r) => {
                     r.store(&mut info);
@@ -1018,7 +1022,12 @@ impl Conn {
                 json!({"threadId": thread_id, "status": {"type": "idle"}}),
             );
         }
-        self.result(id, self.resume_response(&thread_id, &info, with_turns));
+        let mut result = self.resume_response(&thread_id, &info, with_turns);
+        if params["initialTurnsPage"].is_object() {
+            result["initialTurnsPage"] =
+                self.turns_page(&thread_id, &info, &params["initialTurnsPage"]);
+        }
+        self.result(id, result);
         self.report_usage(&thread_id, &info);
         self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
         if newly {
@@ -1381,6 +1390,12 @@ impl Conn {
         if info["ephemeral"] == true {
             return Err("ephemeral threads do not support thread/turns/list".into());
         }
+        self.result(id, self.turns_page(&thread_id, &info, params));
+        Ok(())
+    }
+
+    /// A page of a thread's turns (`thread/turns/list`, `thread/resume`'s `initialTurnsPage`).
+    fn turns_page(&self, thread_id: &str, info: &Value, params: &Value) -> Value {
         let view = params["itemsView"].as_str().unwrap_or("summary");
         let turns: Vec<(u64, &Value)> = info["turns"]
             .as_array()
@@ -1389,17 +1404,13 @@ impl Conn {
             .map(|t| (t["rolloutOrdinal"].as_u64().unwrap_or(0), t))
             .collect();
         let (page, next, back) = page(turns, params, params["sortDirection"] != "asc");
-        let cursor = |o: Option<u64>, include| rollout_cursor(&thread_id, o, include, "turns");
+        let cursor = |o: Option<u64>, include| rollout_cursor(thread_id, o, include, "turns");
         let data: Vec<Value> = page
             .iter()
-            .map(|t| self.turn_payload(&thread_id, t, view))
+            .map(|t| self.turn_payload(thread_id, t, view))
             .collect();
-        self.result(
-            id,
-            json!({"data": data, "nextCursor": cursor(next, false),
-                   "backwardsCursor": cursor(back, true)}),
-        );
-        Ok(())
+        json!({"data": data, "nextCursor": cursor(next, false),
+               "backwardsCursor": cursor(back, true)})
     }
 
     fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
@@ -1649,7 +1660,7 @@ impl Conn {
 
 /// A cold `thread/resume`'s settings as `thread/start` params: the thread's own (its sandbox
 /// setting as a fork keeps it, its effort unless the model changes), the request's over them.
-fn resumed_params(info: &Value, params: &Value) -> Value {
+fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
     let mut p = Map::new();
     for (from, to) in [
         ("cwd", "cwd"),
@@ -1676,16 +1687,30 @@ fn resumed_params(info: &Value, params: &Value) -> Value {
         }
         _ => {}
     }
+    // `serviceTier: null` asks for the standard tier; other nulls are absent.
     let given: Map<String, Value> = params
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|(_, v)| !v.is_null())
+        .filter(|(k, v)| !v.is_null() || *k == "serviceTier")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     if given.contains_key("sandbox") || given.contains_key("permissions") {
         p.remove("sandbox");
         p.remove("permissions");
+    }
+    // A new cwd takes the old one's place among the thread's roots.
+    if let (Some(new), Some(old), Some(Value::Array(roots))) = (
+        given.get("cwd").and_then(Value::as_str),
+        info["cwd"].as_str(),
+        p.get_mut("runtimeWorkspaceRoots"),
+    ) {
+        let new = settings::resolve_path(new, server_cwd);
+        for r in roots.iter_mut() {
+            if r == old {
+                *r = json!(new);
+            }
+        }
     }
     let config_sets = |k: &str| given.get("config").and_then(|c| c.get(k)).is_some();
     let model_changed = given.contains_key("model")

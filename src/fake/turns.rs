@@ -353,7 +353,7 @@ fn play(
         let says_something = ctx
             .messages
             .iter()
-            .rfind(|m| m["phase"] != "commentary")
+            .rfind(|m| m["phase"] != "commentary" && m["text"] != "")
             .and_then(|m| m["text"].as_str())
             .is_some_and(|t| !t.trim().is_empty());
         match &outcome {
@@ -1560,6 +1560,11 @@ impl<'a> Ctx<'a> {
                             self.allow_prefix(a);
                         }
                         self.status(json!({"type": "active", "activeFlags": []}));
+                        // An interrupt sent with the answer stops the command before it runs.
+                        std::thread::sleep(TOOL_DISPATCH);
+                        if self.ctl.interrupted() {
+                            return self.interrupted_tool();
+                        }
                         approved_at = Some(at);
                     }
                     // A declined command (or one whose request failed) is not kept in the turn.
@@ -1651,8 +1656,14 @@ impl<'a> Ctx<'a> {
     /// is reported, the turn ends, and only then is the request resolved (checked on 0.171.0);
     /// the request timing out ends the turn the same way.
     fn unanswered(&mut self) -> Result<(), End> {
-        self.end_response();
         self.pending_resolved = self.conn.last_request_id();
+        self.interrupted_tool()
+    }
+
+    /// The turn interrupted while a tool call waits: the response that called it is complete
+    /// (its usage is reported), the tool never runs.
+    fn interrupted_tool(&mut self) -> Result<(), End> {
+        self.end_response();
         self.ctl.acked.store(true, Ordering::SeqCst);
         Err(End::Interrupted)
     }

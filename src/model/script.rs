@@ -22,8 +22,9 @@ const MODEL_KINDS: &[&str] = &[
     "goal",
     // A pause in the stream: the model at work (the fake waits the same way).
     "sleep",
-    // Model-only: the fake reports them as unknown.
+    // The provider's HTTP error (both servers play it).
     "http_error",
+    // Model-only: the fake reports them as unknown.
     "delay",
     "raw",
 ];

@@ -49,7 +49,7 @@ def items(fake, kind: str) -> list[dict]:
 
 def result_of(fake, method: str) -> list[dict]:
     """The server's results to the client's ``method`` requests, in order."""
-    ids = {e["msg"]["id"] for e in fake.requests(method)}
+    ids = {m["id"] for m in fake.requests(method)}
     return [m["result"] for m in fake.sent() if m.get("id") in ids and "result" in m]
 
 
@@ -111,7 +111,7 @@ def test_resume_in_a_new_process(make_fake, tmp_path):
     assert resume["thread"]["id"] == thread.id
     assert [t["status"] for t in resume["thread"]["turns"]] == ["completed"]
     assert [t.status for t in read.thread.turns] == [TurnStatus.completed, TurnStatus.completed]
-    assert fake.requests("thread/resume")[0]["pid"] == fake.spawned_pids()[1]
+    assert fake.request_entries("thread/resume")[0]["pid"] == fake.spawned_pids()[1]
     if not REAL:
         assert len(fake.threads()[thread.id]["turns"]) == 2
     fake.assert_wire_clean()

@@ -100,7 +100,7 @@ def test_goal_turn_over_two_server_turns_is_one_logical_result(make_fake, tmp_pa
     assert len(physical) == 2
     statuses = [m["params"]["goal"]["status"] for m in fake.sent("thread/goal/updated")]
     assert statuses[0] == "active" and statuses[-1] == "complete"
-    assert [r["msg"]["method"] for r in fake.requests()][:5] == [
+    assert [r["method"] for r in fake.requests()][:5] == [
         "initialize", "thread/start", "thread/read", "thread/goal/clear", "thread/goal/set"]
     fake.assert_wire_clean()
 

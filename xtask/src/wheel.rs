@@ -48,8 +48,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let t0 = std::time::Instant::now();
     let mut cmd = Command::new(&maturin);
     cmd.args(["build", "--out"]).arg(&out).current_dir(&root);
+    // What ships is built with the `dist` profile (whole-program LTO).
     if !debug {
-        cmd.arg("--release");
+        cmd.args(["--profile", "dist"]);
     }
     let status = cmd.status().map_err(|e| format!("maturin: {e}"))?;
     if !status.success() {

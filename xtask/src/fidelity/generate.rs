@@ -108,8 +108,8 @@ const COMMANDS: &[&str] = &[
     "seq 1 200",
     "cat README.md",
     // Not `ls -a`: codex's sandbox mounts its protected directories (`.agents`, `.codex`)
-    // into the cwd, where only a sandboxed command sees them.
-    "ls -l",
+    // into the cwd, where only a sandboxed command sees them; not `ls -l`: times.
+    "ls -1",
     "grep -r hello .",
     "echo a\\\\b",
     "",
@@ -439,7 +439,17 @@ impl<'a> Generator<'a> {
     pub fn session(&mut self, name: &str) -> Case {
         let mut needs = Needs::default();
         let turns = self.rng.weighted(&[(60, 1), (30, 2), (10, 3)]);
-        let scripts: Vec<Value> = (0..turns).map(|_| self.turn(&mut needs)).collect();
+        let mut scripts: Vec<Value> = (0..turns).map(|_| self.turn(&mut needs)).collect();
+        // A full context window makes codex compact the history before the next turn, and the
+        // compaction's last usage report is codex's estimate of its own prompt: beyond a fake
+        // (docs/turns.md). A window runs out only in a session's last turn.
+        for script in scripts.iter_mut().take(turns - 1) {
+            for step in script["steps"].as_array_mut().into_iter().flatten() {
+                if step["code"] == "context_length_exceeded" {
+                    step["code"] = json!("server_error");
+                }
+            }
+        }
         let mut case: Case = serde_json::from_value(json!({
             "name": name, "scenario": {"turns": scripts}, "wait_secs": 30,
         }))

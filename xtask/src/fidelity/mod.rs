@@ -69,6 +69,10 @@ struct Cli {
     /// The codex-wire binary [default: target/debug/codex-wire, built]
     #[arg(long)]
     bin: Option<PathBuf>,
+    /// Another fake to judge (an older build, a team's own `codex` wrapper taking the fake's
+    /// arguments) [default: the codex-wire binary's]
+    #[arg(long, value_name = "PATH")]
+    fake_bin: Option<PathBuf>,
 }
 
 /// How one session came out.
@@ -97,10 +101,13 @@ fn classify(a: &[diff::Entry], m: &diff::Mismatch) -> String {
         if let Some(method) = e.msg["method"].as_str() {
             return format!("{} {method}", e.dir);
         }
-        // A result or error: name the request it answers.
+        // A result or error: name the request it answers, the last one with its id before it
+        // (ids start again in a new process).
         let id = &e.msg["id"];
-        let req = a
+        let at = a.iter().position(|x| x == e).unwrap_or(a.len());
+        let req = a[..at]
             .iter()
+            .rev()
             .find(|x| x.dir != e.dir && &x.msg["id"] == id && x.msg.get("method").is_some())
             .and_then(|x| x.msg["method"].as_str())
             .unwrap_or("?");
@@ -166,6 +173,7 @@ fn short(e: &Option<diff::Entry>) -> String {
 
 struct Runner {
     bin: PathBuf,
+    fake_bin: PathBuf,
     codex: PathBuf,
     version: String,
     work: PathBuf,
@@ -181,7 +189,7 @@ impl Runner {
             }
         } else {
             Server::Fake {
-                bin: &self.bin,
+                bin: &self.fake_bin,
                 version: Some(&self.version),
             }
         };
@@ -438,7 +446,12 @@ pub fn main(args: &[String]) -> Result<(), String> {
         });
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     // Outside any git repository: the real server reports git state for a cwd inside one.
+    let fake_bin = match &cli.fake_bin {
+        Some(b) => b.canonicalize().map_err(|e| format!("--fake-bin: {e}"))?,
+        None => bin.clone(),
+    };
     let runner = Runner {
+        fake_bin,
         bin,
         codex,
         version: version.clone(),
