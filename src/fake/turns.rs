@@ -333,6 +333,7 @@ fn play(
         // (a failed turn leaves the thread in `systemError`), then `turn/completed`.
         let diff_reported = conn.fake.turn_facts.turn_diff_after_each_response;
         let diff_at_end = matches!(outcome, Ok(()) | Err(End::Failed(_)));
+        let diff_at_end = diff_at_end && !ctx.diff_stopped;
         if let (true, Some(diff), false) = (diff_at_end, ctx.turn_diff.clone(), diff_reported) {
             ctx.notify("turn/diff/updated", json!({"diff": diff}));
         }
@@ -425,6 +426,8 @@ struct Ctx<'a> {
     resent: u64,
     /// The turn's diff so far (reported again when the turn ends).
     turn_diff: Option<String>,
+    /// A patch of the turn failed: no more `turn/diff/updated` this turn.
+    diff_stopped: bool,
     /// The files the turn's patches wrote, by the path its diff shows: their content before the
     /// turn (None: new) and now.
     turn_files: std::collections::BTreeMap<String, (Option<String>, String)>,
@@ -608,6 +611,7 @@ impl<'a> Ctx<'a> {
             resent: 0,
             turn_diff: None,
             turn_files: std::collections::BTreeMap::new(),
+            diff_stopped: false,
             open: false,
             rollout: Rollout::default(),
             started_ms: now_ms(),
@@ -1286,6 +1290,8 @@ impl<'a> Ctx<'a> {
                     .features
                     .iter()
                     .any(|f| f == "request_permissions_tool");
+                // No item either way: the call and its output are in the rollout.
+                self.rollout.unkept();
                 if !has_tool
                     || policy == "never"
                     || policy["granular"]["request_permissions"] == false
@@ -1450,6 +1456,7 @@ impl<'a> Ctx<'a> {
     fn command(&mut self, step: &Value) -> Result<(), End> {
         let id = self.model_id("call");
         if self.no_environment() {
+            self.rollout.unkept();
             return Ok(());
         }
         let raw = str_of(step, "command", "true");
@@ -1489,7 +1496,10 @@ impl<'a> Ctx<'a> {
         let mut approved_at = None;
         match gate {
             // codex tells the model it cannot escalate; the client hears nothing of it.
-            Gate::Refuse => return Ok(()),
+            Gate::Refuse => {
+                self.rollout.unkept();
+                return Ok(());
+            }
             Gate::Run => {}
             Gate::Ask if self.auto_review() => {
                 // The reviewer, not the client, decides (`scenario.json` `guardian`).
@@ -1709,11 +1719,13 @@ impl<'a> Ctx<'a> {
     fn file_change(&mut self, step: &Value) -> Result<(), End> {
         let id = self.model_id("call");
         if self.no_environment() {
+            self.rollout.unkept();
             return Ok(());
         }
         // A model without codex's freeform patch tool (one it has no metadata for) calls a tool
         // codex does not offer: codex tells the model, the client sees nothing.
         if !self.has_patch_tool() {
+            self.rollout.unkept();
             return Ok(());
         }
         let cwd = self.cwd();
@@ -1721,6 +1733,7 @@ impl<'a> Ctx<'a> {
         let gate = self.patch_gate(&files, &cwd);
         if gate == Gate::Refuse {
             // codex rejects the patch before any item exists; the model is told why.
+            self.rollout.unkept();
             return Ok(());
         }
         let changes: Vec<Value> = files
@@ -1755,6 +1768,20 @@ impl<'a> Ctx<'a> {
                 return Ok(());
             }
         }
+        // An approved patch is still applied inside a read-only sandbox, which can write a file
+        // where a directory exists but cannot make one: such a patch fails (seen on 0.171.0).
+        let needs_dir = files
+            .iter()
+            .any(|f| f.kind == "add" && Path::new(&f.path).parent().is_some_and(|d| !d.exists()));
+        if gate == Gate::Ask && needs_dir && self.sandbox_type() == "readOnly" {
+            self.completed(merge(&base, json!({"status": "failed"})), at);
+            // The turn's diff is reset once, and no more diffs follow in this turn.
+            if self.turn_diff.is_some() && !self.diff_stopped {
+                self.notify("turn/diff/updated", json!({"diff": ""}));
+            }
+            self.diff_stopped = true;
+            return Ok(());
+        }
         self.completed(merge(&base, json!({"status": status})), at);
         for f in &files {
             if f.kind == "add" {
@@ -1779,7 +1806,7 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|(path, (before, now))| git_diff(path, before.as_deref(), now))
             .collect();
-        if !diff.is_empty() {
+        if !diff.is_empty() && !self.diff_stopped {
             self.notify("turn/diff/updated", json!({"diff": diff}));
             self.turn_diff = Some(diff);
         }
@@ -1866,6 +1893,8 @@ impl<'a> Ctx<'a> {
     /// of which the server opens to free-form answers (`isOther`).
     fn user_input(&mut self, step: &Value) {
         let id = self.model_id("call");
+        // No item, asked or not: the call and its output are in the rollout.
+        self.rollout.unkept();
         let features = &self.conn.fake.config.features;
         let plan = self.plan_mode;
         if !plan
@@ -1905,6 +1934,7 @@ impl<'a> Ctx<'a> {
         let id = self.model_id("call");
         let tool = str_of(step, "tool", "lookup");
         if !self.has_dynamic_tool(&tool, step["namespace"].as_str()) {
+            self.rollout.unkept();
             return;
         }
         let arguments = step.get("arguments").cloned().unwrap_or(json!({}));

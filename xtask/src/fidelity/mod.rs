@@ -69,6 +69,10 @@ struct Cli {
     /// The codex-wire binary [default: target/debug/codex-wire, built]
     #[arg(long)]
     bin: Option<PathBuf>,
+    /// Leave each run's directories (state, CODEX_HOME with the real rollout, work dir) in the
+    /// temp dir
+    #[arg(long)]
+    keep_runs: bool,
     /// Another fake to judge (an older build, a team's own `codex` wrapper taking the fake's
     /// arguments) [default: the codex-wire binary's]
     #[arg(long, value_name = "PATH")]
@@ -495,7 +499,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
                             std::fs::copy(&from, out.join(format!("{}.{side}.jsonl", case.name)));
                     }
                 }
-                let _ = std::fs::remove_dir_all(runner.work.join(&case.name));
+                if !cli.keep_runs {
+                    let _ = std::fs::remove_dir_all(runner.work.join(&case.name));
+                }
                 results.lock().expect("results").push((i, v));
             });
         }
