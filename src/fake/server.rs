@@ -795,6 +795,9 @@ impl Conn {
     /// A new thread's stored info from `thread/start` (or `fork`) params, and the `warning`s
     /// its start sends.
     fn new_thread_info(&self, params: &Value) -> Result<(Value, Vec<String>), String> {
+        if let Some(p) = params["projectId"].as_str() {
+            return Err(format!("project not found: {p}"));
+        }
         let resolved = settings::for_start(
             &self.fake.config,
             &self.fake.catalog,
@@ -802,9 +805,6 @@ impl Conn {
             params,
         )?;
         let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
-        if let Some(p) = params["projectId"].as_str() {
-            return Err(format!("project not found: {p}"));
-        }
         if ephemeral && !params["daybreakEnabled"].is_null() {
             return Err("daybreakEnabled is not supported for ephemeral threads".into());
         }
@@ -980,7 +980,13 @@ impl Conn {
         if with_turns {
             self.hydration_notice();
         }
+        // A rollout is written with a thread's first turn: before it, another process finds
+        // nothing to resume.
+        if !running && info["turns"].as_array().is_none_or(Vec::is_empty) && path.is_none() {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
+        let recorded_model = info["model"].as_str().map(str::to_string);
         let mut info = info;
         // A thread taken up by this process gets its settings back, with the params' over them
         // (and keeps those); one already loaded here ignores the params (checked on 0.171.0).
@@ -1021,6 +1027,19 @@ impl Conn {
                 "thread/status/changed",
                 json!({"threadId": thread_id, "status": {"type": "idle"}}),
             );
+        }
+        // A thread taken up with another model than it was recorded with says so.
+        if let (true, Some(now)) = (newly, params["model"].as_str()) {
+            let was = recorded_model.as_deref().unwrap_or_default();
+            if !was.is_empty() && was != now {
+                self.notify(
+                    "warning",
+                    json!({"threadId": thread_id, "message": format!(
+                        "This session was recorded with model `{was}` but is resuming with \
+                         `{now}`. Consider switching back to `{was}` as it may affect Codex \
+                         performance.")}),
+                );
+            }
         }
         let mut result = self.resume_response(&thread_id, &info, with_turns);
         if params["initialTurnsPage"].is_object() {
