@@ -1441,6 +1441,8 @@ impl Conn {
             .flatten()
             .filter(|(_, info)| info["archived"].as_bool().unwrap_or(false) == archived)
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
+            // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
+            .filter(|(_, info)| info["preview"].as_str().is_some_and(|p| !p.is_empty()))
             .map(|(tid, info)| {
                 let updated = info["updatedAt"].as_i64().unwrap_or(0);
                 let mut t = self.thread_payload(tid, info, false);
