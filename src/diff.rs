@@ -22,6 +22,13 @@ use std::path::Path;
 /// command may or may not outlast. Left out of the comparison on both sides.
 pub const OPTIONAL: &[&str] = &["item/commandExecution/outputDelta"];
 
+/// A response's usage and the account's rate limits are reported from the task that reads the
+/// model's stream, the turn's items from the one that handles them: real against real, a report
+/// was seen on either side of a neighbouring delta, item, status change or `turn/start` result.
+/// They are compared in their own order (count, content, sequence), not by position among the
+/// other messages.
+pub const USAGE_REPORTS: &[&str] = &["thread/tokenUsage/updated", "account/rateLimits/updated"];
+
 /// Notifications the real server emits from background tasks: their position against the turn's
 /// messages varies from run to run, so they are compared as a multiset, not by position.
 /// (`warning` and `deprecationNotice`: a session start's were seen on either side of the
@@ -39,9 +46,13 @@ pub const FLOATING: &[&str] = &[
 /// `serverRequest/resolved`, the thread's status change and the item's completion come in
 /// either order (seen both ways on a declined command); a `turn/start`'s
 /// `thread/settings/updated` and its result come in either order (both seen on 0.163.0 in Plan
-/// mode, and on 0.171.0); a `turn/start`'s result and the thread turning active come in either
-/// order (both seen on 0.171.0, real against real).
-fn settle_races(t: &mut [Entry]) {
+/// mode, and on 0.171.0). A `turn/start` result and a `turn/interrupt` result are sent by the
+/// request's handler while the turn's task sends the turn's messages: real against real, the
+/// first was seen before or after the turn turning active and `turn/started`, the second among
+/// the interrupted stream's last deltas and items. They are compared at one place: a turn's
+/// result just before the turn's start (its `thread/status/changed` active, `turn/started`), an
+/// interrupt's just before the turn's end (its idle status, `turn/completed`).
+fn settle_races(t: &mut Vec<Entry>) {
     for i in 0..t.len().saturating_sub(2) {
         if method(&t[i]) == Some("serverRequest/resolved")
             && method(&t[i + 1]) == Some("item/completed")
@@ -50,19 +61,66 @@ fn settle_races(t: &mut [Entry]) {
             t.swap(i + 1, i + 2);
         }
     }
+    // A turn's result before its start.
+    let mut i = 0;
+    while i < t.len() {
+        let turn = &t[i].msg["result"]["turn"]["id"];
+        if method(&t[i]).is_none() && turn.is_string() {
+            let turn = turn.clone();
+            let started = t.iter().position(|e| {
+                method(e) == Some("turn/started") && e.msg["params"]["turn"]["id"] == turn
+            });
+            if let Some(mut at) = started {
+                let result = t.remove(i);
+                if at > i {
+                    at -= 1;
+                }
+                if at > 0
+                    && method(&t[at - 1]) == Some("thread/status/changed")
+                    && t[at - 1].msg["params"]["status"]["type"] == "active"
+                {
+                    at -= 1;
+                }
+                t.insert(at, result);
+                if at > i {
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
     for i in 0..t.len().saturating_sub(1) {
         let result_first = method(&t[i]).is_none() && t[i].msg["result"]["turn"].is_object();
         if result_first && method(&t[i + 1]) == Some("thread/settings/updated") {
             t.swap(i, i + 1);
         }
     }
-    for i in 0..t.len().saturating_sub(1) {
-        let active = method(&t[i]) == Some("thread/status/changed")
-            && t[i].msg["params"]["status"]["type"] == "active";
-        let result_next = method(&t[i + 1]).is_none() && t[i + 1].msg["result"]["turn"].is_object();
-        if active && result_next {
-            t.swap(i, i + 1);
+    // An interrupt's result before the end of the turn it interrupted.
+    let interrupts: Vec<Value> = t
+        .iter()
+        .filter(|e| e.dir == "in" && method(e) == Some("turn/interrupt"))
+        .map(|e| e.msg["id"].clone())
+        .collect();
+    let mut i = 0;
+    while i < t.len() {
+        let is_reply = t[i].dir == "out"
+            && method(&t[i]).is_none()
+            && t[i].msg.get("result").is_some()
+            && interrupts.contains(&t[i].msg["id"]);
+        let ends = |e: &Entry| {
+            method(e) == Some("turn/completed")
+                || (method(e) == Some("thread/status/changed")
+                    && e.msg["params"]["status"]["type"] == "idle")
+        };
+        if is_reply {
+            if let Some(off) = t[i + 1..].iter().position(ends) {
+                let reply = t.remove(i);
+                t.insert(i + off, reply);
+                i += off + 1;
+                continue;
+            }
         }
+        i += 1;
     }
 }
 
@@ -389,11 +447,20 @@ pub fn compare(a: &[Entry], b: &[Entry]) -> Result<(), Mismatch> {
         v.extend(t.iter().filter(|e| e.dir != "out").cloned());
         v
     };
-    let (mut a, mut b) = (by_dir(a), by_dir(b));
-    settle_races(&mut a);
-    settle_races(&mut b);
-    let (pa, mut fa) = split(&a);
-    let (pb, mut fb) = split(&b);
+    let (a, b) = (by_dir(a), by_dir(b));
+    let (mut pa, mut fa) = split(&a);
+    let (mut pb, mut fb) = split(&b);
+    settle_races(&mut pa);
+    settle_races(&mut pb);
+    // Usage reports in their own order, after the rest.
+    let usage_last = |t: Vec<Entry>| -> Vec<Entry> {
+        let (mut rest, usage): (Vec<Entry>, Vec<Entry>) = t
+            .into_iter()
+            .partition(|e| !method(e).is_some_and(|m| USAGE_REPORTS.contains(&m)));
+        rest.extend(usage);
+        rest
+    };
+    let (pa, pb) = (usage_last(pa), usage_last(pb));
     for i in 0..pa.len().max(pb.len()) {
         let (x, y) = (pa.get(i), pb.get(i));
         // Byte for byte: key order counts (a `Value` comparison would ignore it).

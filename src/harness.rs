@@ -47,7 +47,7 @@ pub struct Case {
     /// Answers to approval requests, in order (then `accept`): a decision's JSON, such as
     /// `"decline"` or `{"acceptWithExecpolicyAmendment": {...}}`; or `{"$error": {code,
     /// message}}` (a JSON-RPC error reply), `{"$result": …}` (that result as it is) or `"$none"`
-    /// (no answer at all).
+    /// (no answer: the client interrupts the turn instead).
     #[serde(default)]
     pub decisions: Vec<Value>,
     /// Interrupt a turn once this notification arrives in it (`method` or `method:itemType`).
@@ -389,8 +389,16 @@ impl Client<'_> {
                                 "result": self.case.replies.get(&method).cloned()
                                     .unwrap_or(json!({}))}))
                 };
-                if let Some(a) = answer {
-                    p.send(&a)?;
+                match answer {
+                    Some(a) => p.send(&a)?,
+                    // No answer: the client interrupts the turn instead.
+                    None => {
+                        if let (Some(t), false) = (&turn, interrupted) {
+                            interrupted = true;
+                            let thread = self.thread.clone().unwrap_or_default();
+                            p.request("turn/interrupt", json!({"threadId": thread, "turnId": t}))?;
+                        }
+                    }
                 }
             }
             if method == "turn/started" {

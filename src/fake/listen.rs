@@ -110,6 +110,17 @@ fn watch_signals(fake: Arc<Fake>) {
                     fake.record(json!({"event": "exit", "how": how}));
                     // Entries a transport holds back must not die with the process.
                     fake.transcript.flush();
+                    // As codex 0.171.0: SIGTERM is a graceful shutdown (exit 0); SIGINT and
+                    // SIGHUP end it by the signal itself.
+                    if sig == libc::SIGTERM {
+                        std::process::exit(0);
+                    }
+                    libc::signal(sig, libc::SIG_DFL);
+                    let mut only: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut only);
+                    libc::sigaddset(&mut only, sig);
+                    libc::pthread_sigmask(libc::SIG_UNBLOCK, &only, std::ptr::null_mut());
+                    libc::raise(sig);
                     std::process::exit(128 + sig);
                 }
             });

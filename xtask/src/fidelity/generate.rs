@@ -602,14 +602,20 @@ impl<'a> Generator<'a> {
         case.dirs.dedup();
         // The client's answers and turn controls.
         case.decisions = (0..needs.approvals).map(|_| self.decision()).collect();
-        if case.decisions.iter().any(|d| d == "$none") {
-            case.interrupt_on = Some("item/commandExecution/requestApproval".into());
-        } else if self.rng.pct(5) {
-            case.interrupt_on = Some(
-                self.rng
-                    .pick(&["item/started:commandExecution", "item/agentMessage/delta"])
-                    .to_string(),
-            );
+        // An interrupt lands while the model's stream pauses: a client interrupting a stream in
+        // full flow races the server's own handling (how far the stream got differs real
+        // against real). A request left unanswered is interrupted by the harness itself.
+        if self.rng.pct(5) {
+            if let Some(steps) = case.scenario["turns"][0]["steps"].as_array_mut() {
+                steps.splice(
+                    0..0,
+                    [
+                        json!({"kind": "message", "text": "Working on it."}),
+                        json!({"kind": "sleep", "seconds": 1.0}),
+                    ],
+                );
+                case.interrupt_on = Some("item/completed:agentMessage".into());
+            }
         }
         if turns >= 2 && self.rng.pct(15) {
             case.restart_before_turn = Some(1 + self.rng.below(turns - 1));

@@ -73,6 +73,10 @@ struct Cli {
     /// temp dir
     #[arg(long)]
     keep_runs: bool,
+    /// Judge again the sessions of an earlier run's directory (target/fidelity/<seed>/) from
+    /// their saved transcripts, with this build's comparison; runs nothing
+    #[arg(long, value_name = "DIR")]
+    rejudge: Option<PathBuf>,
     /// Another fake to judge (an older build, a team's own `codex` wrapper taking the fake's
     /// arguments) [default: the codex-wire binary's]
     #[arg(long, value_name = "PATH")]
@@ -204,34 +208,7 @@ impl Runner {
     fn judge(&self, case: &Case) -> Result<Verdict, String> {
         let (real, _) = self.run(case, "real")?;
         let (fake, _) = self.run(case, "fake")?;
-        let (r, f) = (read_masked(&real)?, read_masked(&fake)?);
-        let Err(m) = diff::compare(&r, &f) else {
-            return Ok(Verdict::Identical);
-        };
-        let class = classify(&r, &m);
-        let detail = format!(
-            "message {}: {}\n    real {}\n    fake {}",
-            m.index,
-            m.why.chars().take(400).collect::<String>(),
-            short(&m.a),
-            short(&m.b)
-        );
-        let (real2, _) = self.run(case, "real2")?;
-        let r2 = read_masked(&real2)?;
-        if let Err(m2) = diff::compare(&r, &r2) {
-            let detail = format!(
-                "real against real, message {}: {}\n    real  {}\n    real2 {}",
-                m2.index,
-                m2.why.chars().take(400).collect::<String>(),
-                short(&m2.a),
-                short(&m2.b)
-            );
-            return Ok(Verdict::RealRace {
-                class: classify(&r, &m2),
-                detail,
-            });
-        }
-        Ok(Verdict::Differs { class, detail })
+        verdict(&real, &fake, || Ok(self.run(case, "real2")?.0))
     }
 
     /// Whether `case` still shows `class` (the fake against one real run).
@@ -268,6 +245,42 @@ impl Runner {
         }
         (best, trials)
     }
+}
+
+/// How a session came out from its transcripts: the real server's and the fake's, and (asked only
+/// when they differ) a second real run's.
+fn verdict(
+    real: &Path,
+    fake: &Path,
+    real2: impl FnOnce() -> Result<PathBuf, String>,
+) -> Result<Verdict, String> {
+    let (r, f) = (read_masked(real)?, read_masked(fake)?);
+    let Err(m) = diff::compare(&r, &f) else {
+        return Ok(Verdict::Identical);
+    };
+    let class = classify(&r, &m);
+    let detail = format!(
+        "message {}: {}\n    real {}\n    fake {}",
+        m.index,
+        m.why.chars().take(400).collect::<String>(),
+        short(&m.a),
+        short(&m.b)
+    );
+    let r2 = read_masked(&real2()?)?;
+    if let Err(m2) = diff::compare(&r, &r2) {
+        let detail = format!(
+            "real against real, message {}: {}\n    real  {}\n    real2 {}",
+            m2.index,
+            m2.why.chars().take(400).collect::<String>(),
+            short(&m2.a),
+            short(&m2.b)
+        );
+        return Ok(Verdict::RealRace {
+            class: classify(&r, &m2),
+            detail,
+        });
+    }
+    Ok(Verdict::Differs { class, detail })
 }
 
 /// Every session one step simpler than `case`: a turn, a step, a param, a setting, an answer
@@ -467,6 +480,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
         cli.jobs
     );
     let started = std::time::Instant::now();
+    if let Some(dir) = &cli.rejudge {
+        return rejudge(&cli, &runner, dir, started);
+    }
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, Verdict)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -510,6 +526,42 @@ pub fn main(args: &[String]) -> Result<(), String> {
     results.sort_by_key(|(i, _)| *i);
     let elapsed = started.elapsed();
     report(&cli, &runner, &cases, &results, &out, elapsed)
+}
+
+/// `--rejudge DIR`: the sessions of an earlier run, judged again from their saved transcripts
+/// (a session without any was identical).
+fn rejudge(
+    cli: &Cli,
+    runner: &Runner,
+    dir: &Path,
+    started: std::time::Instant,
+) -> Result<(), String> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            n.ends_with(".case.json") && !n.ends_with(".shrunk.case.json")
+        })
+        .collect();
+    names.sort();
+    let mut cases = Vec::new();
+    let mut results = Vec::new();
+    for (i, p) in names.iter().enumerate() {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let case: Case =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+        let at = |side: &str| dir.join(format!("{}.{side}.jsonl", case.name));
+        let v = if at("real").exists() && at("fake").exists() {
+            let real2 = at("real2");
+            verdict(&at("real"), &at("fake"), || Ok(real2))?
+        } else {
+            Verdict::Identical
+        };
+        cases.push(case);
+        results.push((i, v));
+    }
+    report(cli, runner, &cases, &results, dir, started.elapsed())
 }
 
 fn report(
