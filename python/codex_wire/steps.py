@@ -61,7 +61,7 @@ def message(text: str, *, chunks: int = 3, phase: Optional[str] = None) -> dict:
     _str("text", text)
     _int("chunks", chunks, minimum=1)
     if phase not in (None, "commentary", "final_answer"):
-        raise ValueError(f"phase must be 'commentary' or 'final_answer', not {phase!r}")
+        raise ValueError(f"phase must be one of commentary, final_answer, not {phase!r}")
     return _step("message", text=text, chunks=chunks, phase=phase)
 
 
@@ -83,7 +83,7 @@ def command(
     It really runs unless ``output``/``exit_code`` script its result (the fake only)."""
     _str("command", command)
     if not command.strip():
-        raise ValueError("command must not be empty")
+        raise ValueError("command must not be blank")
     if not isinstance(approval, bool):
         raise TypeError("approval must be a bool")
     _str("reason", reason, optional=True)
@@ -105,13 +105,13 @@ def file_change(
     """An ``apply_patch``: a whole ``patch`` (``*** Begin Patch`` …), or one file's ``path`` and
     new ``content``."""
     if (patch is None) == (path is None):
-        raise ValueError("file_change takes either patch= or path= (with content=)")
+        raise ValueError("file_change takes exactly one of patch, path (with content)")
     _str("patch", patch, optional=True)
     _str("path", path, optional=True)
     _str("content", content, optional=True)
     _str("reason", reason, optional=True)
     if path is not None and content is None:
-        raise ValueError("file_change(path=...) needs content=")
+        raise ValueError("path needs content")
     return _step("file_change", patch=patch, path=path, content=content, reason=reason)
 
 
@@ -120,7 +120,7 @@ def usage(input: int, output: int = 0, *, cached: int = 0, reasoning: int = 0) -
     for name, v in (("input", input), ("output", output), ("cached", cached), ("reasoning", reasoning)):
         _int(name, v)
     if cached > input:
-        raise ValueError(f"cached ({cached}) cannot exceed input ({input})")
+        raise ValueError(f"cached must be at most input ({cached} > {input})")
     return _step("usage", input=input, output=output, cached=cached, reasoning=reasoning or None)
 
 
@@ -142,13 +142,13 @@ def http_error(status: int, body: str = "", *, headers: Optional[dict[str, str]]
     ``x-request-id`` … in ``headers``): resent, retried and reported as codex does."""
     _int("status", status, minimum=100)
     if status > 599:
-        raise ValueError(f"status must be an HTTP status (100-599), not {status}")
+        raise ValueError(f"status must be <= 599 (an HTTP status), not {status}")
     _str("body", body)
     if headers is not None:
         if not isinstance(headers, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
         ):
-            raise TypeError("headers must be a dict of strings")
+            raise TypeError("headers must be a map of strings")
     return _step("http_error", status=status, body=body, headers=headers)
 
 
@@ -177,7 +177,7 @@ def user_input(questions: Optional[list[dict]] = None) -> dict:
         for q in questions:
             for key in ("id", "question"):
                 if key not in q:
-                    raise ValueError(f"each question needs {key!r}: {q}")
+                    raise ValueError(f"each question needs {key}: {q}")
     return _step("user_input", questions=questions)
 
 

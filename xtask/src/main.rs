@@ -12,6 +12,7 @@
 //! - `sessions [--version V]`: the real server's side of the scripts in `tests/corpus/sessions/`.
 //! - `exactness [--write | --check]`: the README's exactness tables, from every version's corpora.
 //! - `wheel [--debug]`: the pip wheel (the binary and the pytest plugin) into `target/wheels/`.
+//! - `npm [--debug]`: the npm packages (the binary, the Node test helper) into `target/npm/`.
 //! - `test`: install every supported binary, run every test, then the live differentials.
 //! - `turns [--record] [NAME…]`: run the turn corpus against the real server (scripted model)
 //!   and the fake; `--record` keeps the real transcripts in `tests/corpus/V/turns/`.
@@ -27,6 +28,7 @@ mod conformance;
 mod exactness;
 mod fidelity;
 mod gen;
+mod npm;
 mod oracle;
 mod probe;
 mod schema_cmd;
@@ -47,6 +49,7 @@ const USAGE: &str =
   sessions [--version V]   record the real server's side of tests/corpus/sessions/*.jsonl
   exactness [--write|--check]  README's exactness tables from every version's corpora
   wheel [--debug]          the pip wheel (binary + pytest plugin) into target/wheels/
+  npm [--debug]            the npm packages (binary + Node test helper) into target/npm/
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
   fidelity [--seed S] [--sessions N] [--version V] [--keep]  generated sessions: real vs fake
   test [cargo test args]   install every supported codex, run all tests and the live differentials";
@@ -64,6 +67,7 @@ fn main() {
         Some("sessions") => sessions::main(rest),
         Some("exactness") => exactness::main(rest),
         Some("wheel") => wheel::main(rest),
+        Some("npm") => npm::main(rest),
         Some("fidelity") => fidelity::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");

@@ -1,0 +1,68 @@
+// Types of the codex-wire helper; the step builders' types are generated (steps.d.ts).
+import type { Step, Turn } from "./steps";
+
+export * from "./steps";
+
+/** A transcript line: a message in or out with the fake's judgement, or one of its events. */
+export interface TranscriptEntry {
+  pid: number;
+  t?: number;
+  dir?: "in" | "out";
+  msg?: { id?: number | string; method?: string; params?: unknown; result?: unknown; error?: unknown };
+  violation?: string;
+  ignored?: string[];
+  reply_to?: string;
+  event?: string;
+  [key: string]: unknown;
+}
+
+export interface CodexFakeOptions {
+  /** One script per `turn/start` (step objects, or built with `turn(...)`), checked now. */
+  turns?: Array<Turn | { steps: Step[] }>;
+  /** The path of a real codex: run it behind the scripted model instead of the fake. */
+  real?: string;
+  /** The codex version the fake answers as (default: the newest the binary speaks). */
+  version?: string;
+  /** Where the install goes (default: a fresh temp dir that `cleanup()` removes). */
+  dir?: string;
+  /** Any other scenario.json key (docs/fake.md), written as is. */
+  [scenarioKey: string]: unknown;
+}
+
+export class WireError extends Error {}
+
+export class CodexFake {
+  /** The `codex` executable to give a client (`codexPath`, or first on PATH via `pathDir`). */
+  readonly bin: string;
+  readonly pathDir: string;
+  readonly stateDir: string;
+  readonly codexHome: string;
+  readonly real: string | null;
+  /** The codex version the server answers as (runs `--version`). */
+  readonly version: string;
+  script(...turns: Array<Turn | { steps: Step[] }>): this;
+  setScenario(changes: Record<string, unknown>): void;
+  entries(): TranscriptEntry[];
+  requestEntries(method?: string): TranscriptEntry[];
+  /** The client's requests: JSON-RPC messages. */
+  requests(method?: string): Array<{ id: number | string; method: string; params?: any }>;
+  /** The messages the server wrote. */
+  sent(method?: string): Array<{ id?: number | string; method?: string; params?: any; result?: any; error?: any }>;
+  repliesTo(serverMethod: string): TranscriptEntry[];
+  violations(): TranscriptEntry[];
+  ignoredFields(): Array<{ method: string; path: string }>;
+  events(name: string): TranscriptEntry[];
+  spawnedPids(): number[];
+  grandchildPids(): number[];
+  threads(): Record<string, unknown>;
+  wireProblems(options?: { allow?: string | string[] }): string[];
+  /** Throws a WireError naming each refused line and each dropped field's path (`allow`: globs). */
+  assertWireClean(options?: { allow?: string | string[] }): void;
+  cleanup(): Promise<void>;
+}
+
+export function createCodexFake(options?: CodexFakeOptions): Promise<CodexFake>;
+/** The native codex-wire executable this package runs. */
+export function binary(): string;
+/** The codex versions the binary speaks, oldest first (the last is the default). */
+export function codexVersions(): string[];

@@ -1,0 +1,308 @@
+"use strict";
+// codex-wire for Node test suites: one fake codex install per test (a state dir and a `codex`
+// executable that runs `codex-wire fake`), readers over its transcript, and the wire check: what
+// the client sent that the real server refuses or silently drops. The same shape as the Python
+// package's FakeCodex (python/codex_wire/fake.py); the step builders come from
+// clients/steps.json, as the Python ones are checked against it.
+
+const { execFileSync } = require("node:child_process");
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+const { binary } = require("./binary.js");
+const steps = require("./steps.js");
+
+const GRANDCHILD_RELEASE = "release-grandchildren";
+
+// What both servers read from CODEX_HOME/config.toml (codex_wire::harness::config_toml, as the
+// Python package writes it): the scripted provider, on-request approvals in a writable
+// workspace, and the request_permissions tool.
+const CONFIG_TOML = `model = "gpt-5.5"
+model_provider = "scripted"
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+
+[features]
+request_permissions_tool = true
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+`;
+
+/** The client sent what the real server refuses or silently drops. */
+class WireError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "WireError";
+  }
+}
+
+/** The codex versions the binary speaks, oldest first (the last is the default). */
+function codexVersions() {
+  return execFileSync(binary(), ["versions"], { encoding: "utf8" }).split(/\s+/).filter(Boolean);
+}
+
+function shQuote(s) {
+  return `'${String(s).replace(/'/g, `'\\''`)}'`;
+}
+
+// fnmatch's glob (`*`, `?`, `[...]`) as a RegExp, for the allowed ignored paths.
+function globRegExp(glob) {
+  let re = "";
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === "*") re += ".*";
+    else if (c === "?") re += ".";
+    else if (c === "[") {
+      const end = glob.indexOf("]", i + 2);
+      if (end < 0) re += "\\[";
+      else {
+        let set = glob.slice(i + 1, end).replace(/\\/g, "\\\\");
+        if (set[0] === "!") set = "^" + set.slice(1);
+        re += `[${set}]`;
+        i = end;
+      }
+    } else re += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  }
+  return new RegExp(`^${re}$`, "s");
+}
+
+function pidAlive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Live descendants of `pid` (from /proc; none where there is no /proc). */
+function descendants(pid) {
+  const children = new Map();
+  let entries = [];
+  try {
+    entries = fs.readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const found = [];
+  const todo = [pid];
+  while (todo.length) {
+    for (const child of children.get(todo.pop()) || []) {
+      found.push(child);
+      todo.push(child);
+    }
+  }
+  return found;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+class CodexFake {
+  /**
+   * @param {string} root a directory of the test's own (the install goes under it)
+   * @param {object} options `{ turns, real, version, ...scenario }`
+   */
+  constructor(root, { turns = [], real, version, ...scenario } = {}) {
+    const checked = steps.checkTurns(turns);
+    this.root = root;
+    this.stateDir = path.join(root, "fake_codex");
+    fs.mkdirSync(this.stateDir, { recursive: true });
+    fs.writeFileSync(path.join(this.stateDir, "scenario.json"), JSON.stringify({ turns: checked, ...scenario }));
+    this.bin = path.join(root, "bin", "codex");
+    fs.mkdirSync(path.dirname(this.bin), { recursive: true });
+    this.codexHome = path.join(this.stateDir, "codex-home");
+    fs.mkdirSync(this.codexHome, { recursive: true });
+    fs.writeFileSync(path.join(this.codexHome, "config.toml"), CONFIG_TOML);
+    this.real = real || null;
+    const server = this.real
+      ? `${shQuote(binary())} scripted --state-dir ${shQuote(this.stateDir)} -- ${shQuote(this.real)}`
+      : `${shQuote(binary())} fake${version ? ` --codex-version ${shQuote(version)}` : ""} --state-dir ${shQuote(this.stateDir)}`;
+    // Only what the install sets: no credentials or settings of the machine reach either server.
+    const clean =
+      "for v in $(env | sed -n 's/^\\(CODEX[A-Za-z0-9_]*\\|OPENAI[A-Za-z0-9_]*\\)=.*/\\1/p'); " +
+      'do unset "$v"; done\n';
+    fs.writeFileSync(
+      this.bin,
+      `#!/bin/sh\n${clean}export CODEX_HOME=${shQuote(this.codexHome)}\nexec ${server} "$@"\n`,
+      { mode: 0o755 },
+    );
+    this.ownsRoot = false;
+  }
+
+  /** The directory of the `codex` executable, to put first on PATH. */
+  get pathDir() {
+    return path.dirname(this.bin);
+  }
+
+  /** The codex version the server answers as (what its `--version` says). */
+  get version() {
+    const out = execFileSync(this.real || this.bin, ["--version"], { encoding: "utf8" });
+    return out.trim().split(/\s+/).pop();
+  }
+
+  /** Sets the turns (checked now): one script per `turn/start`. */
+  script(...turns) {
+    this.setScenario({ turns: steps.checkTurns(turns) });
+    return this;
+  }
+
+  /** Changes top-level keys of scenario.json (read by the next server process and turn). */
+  setScenario(changes) {
+    const file = path.join(this.stateDir, "scenario.json");
+    const data = JSON.parse(fs.readFileSync(file, "utf8"));
+    fs.writeFileSync(file, JSON.stringify({ ...data, ...changes }));
+  }
+
+  // Two kinds of readers: `requests` and `sent` return JSON-RPC messages (what went over the
+  // wire); the others return transcript entries (`{pid, t, dir, msg, violation, ignored,
+  // reply_to}` or events), for what the fake judged and who sent it.
+
+  /** Every transcript entry, in order. */
+  entries() {
+    const file = path.join(this.stateDir, "transcript.jsonl");
+    if (!fs.existsSync(file)) return [];
+    return fs
+      .readFileSync(file, "utf8")
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l));
+  }
+
+  /** Transcript entries of the client's requests, optionally of one method. */
+  requestEntries(method) {
+    return this.entries().filter(
+      (e) => e.dir === "in" && e.msg && "method" in e.msg && "id" in e.msg && (method == null || e.msg.method === method),
+    );
+  }
+
+  /** The client's requests (messages), optionally of one method. */
+  requests(method) {
+    return this.requestEntries(method).map((e) => e.msg);
+  }
+
+  /** The messages the server wrote, optionally of one method. */
+  sent(method) {
+    return this.entries()
+      .filter((e) => e.dir === "out" && e.msg && (method == null || e.msg.method === method))
+      .map((e) => e.msg);
+  }
+
+  /** Transcript entries of the client's answers to one kind of server request. */
+  repliesTo(serverMethod) {
+    return this.entries().filter((e) => e.reply_to === serverMethod);
+  }
+
+  /** Transcript entries the real server would refuse or never expect. */
+  violations() {
+    return this.entries().filter((e) => e.violation);
+  }
+
+  /** `{ method, path }` of every field the real server would silently drop. */
+  ignoredFields() {
+    return this.entries().flatMap((e) =>
+      (e.ignored || []).map((p) => ({ method: String((e.msg && e.msg.method) || e.reply_to), path: p })),
+    );
+  }
+
+  events(name) {
+    return this.entries().filter((e) => e.event === name);
+  }
+
+  spawnedPids() {
+    return this.events("spawn").map((e) => e.pid);
+  }
+
+  grandchildPids() {
+    return this.events("grandchild").map((e) => e.child_pid);
+  }
+
+  /** The fake's rollout store (fake mode only: the real server keeps its own). */
+  threads() {
+    if (this.real) throw new Error("threads.json is the fake's; the real server keeps rollouts in CODEX_HOME");
+    const file = path.join(this.stateDir, "threads.json");
+    return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")).threads : {};
+  }
+
+  /**
+   * What the client sent that the real server refuses (violations) or silently drops (ignored
+   * fields), one line each with the JSON path; `allow`: glob patterns of ignored paths the test
+   * accepts (`$.params.extra`, `*.jsonrpc`).
+   */
+  wireProblems({ allow = [] } = {}) {
+    const patterns = [].concat(allow).map(globRegExp);
+    const out = [];
+    for (const e of this.violations()) {
+      const what = (e.msg && e.msg.method) || e.reply_to || e.event || "line";
+      out.push(`violation in ${what}: ${e.violation}`);
+    }
+    for (const { method, path: p } of this.ignoredFields()) {
+      if (!patterns.some((re) => re.test(p))) out.push(`ignored by the real server: ${p} (in ${method})`);
+    }
+    return out;
+  }
+
+  /** Throws a WireError naming each path unless every line the client sent is valid and carries
+   * no field codex drops. */
+  assertWireClean({ allow = [] } = {}) {
+    const problems = this.wireProblems({ allow });
+    if (problems.length)
+      throw new WireError(`the client sent what the real codex refuses or drops:\n  ${problems.join("\n  ")}`);
+  }
+
+  /** Releases and kills what the install started, then removes a directory it made itself. */
+  async cleanup() {
+    fs.writeFileSync(path.join(this.stateDir, GRANDCHILD_RELEASE), "");
+    const deadline = Date.now() + 10000;
+    while (Date.now() < deadline && this.grandchildPids().some(pidAlive)) await sleep(50);
+    const pids = [...this.spawnedPids(), ...this.grandchildPids()];
+    for (const pid of [...pids, ...pids.flatMap(descendants)]) {
+      if (pidAlive(pid)) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+    }
+    if (this.ownsRoot) fs.rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * One fake codex install for a test. `options`: `{ turns, real, version, dir, ...scenario }`:
+ * `turns` one script per `turn/start` (checked now); `real` the path of a real codex to run
+ * behind the scripted model instead; `version` the codex version the fake answers as; `dir` where
+ * to put the install (default: a fresh temp dir, removed by `cleanup()`); the rest goes into
+ * scenario.json as is.
+ */
+async function createCodexFake({ dir, ...options } = {}) {
+  const root = dir || fs.mkdtempSync(path.join(os.tmpdir(), "codex-wire-"));
+  const fake = new CodexFake(root, options);
+  fake.ownsRoot = !dir;
+  return fake;
+}
+
+module.exports = {
+  createCodexFake,
+  CodexFake,
+  WireError,
+  binary,
+  codexVersions,
+  ...steps,
+};
