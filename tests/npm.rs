@@ -3,7 +3,8 @@
 //! `codex-wire` launcher runs, the step builders pass the cases of `clients/steps.json` (the ones
 //! the Python helpers pass), and a Node test suite (`tests/npm/`, Node's own runner) drives the
 //! fake through a raw stdio client: a clean client passes, one sending a field the real server
-//! drops fails naming the path. Needs Node and npm.
+//! drops fails naming the path, and the same turn in real mode (the real codex behind the scripted
+//! model) shows the client the same notifications. Needs Node, npm and the real binary.
 
 use std::path::Path;
 use std::process::Command;
@@ -94,11 +95,14 @@ fn the_npm_package_installs_offline_and_its_helper_checks_a_client() {
     ] {
         std::fs::copy(root.join("tests/npm").join(f), work.join(f)).unwrap();
     }
+    // Real mode runs the real binary; this test never passes without it.
+    let real = codex_wire::harness::real_codex(root).unwrap_or_else(|e| panic!("{e}"));
     let node = |file: &str| {
         let mut cmd = Command::new("node");
         cmd.args(["--test", file])
             .env_remove("CODEX_WIRE_BIN")
             .env("CODEX_WIRE_STEPS_JSON", root.join("clients/steps.json"))
+            .env("CODEX_WIRE_REAL_CODEX", &real)
             .current_dir(&work);
         cmd
     };

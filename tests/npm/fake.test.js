@@ -46,3 +46,20 @@ test("cleanup removes the install it made", async () => {
   await fake.cleanup();
   assert.ok(!fs.existsSync(fake.stateDir));
 });
+
+test("real mode: the same turn on the real codex behind the scripted model", async (t) => {
+  const real = process.env.CODEX_WIRE_REAL_CODEX;
+  assert.ok(real, "CODEX_WIRE_REAL_CODEX names the real codex (tests/npm.rs sets it)");
+  const turns = [turn(message("The answer."), usage(12, 4))];
+  const onReal = await createCodexFake({ turns, real });
+  t.after(() => onReal.cleanup());
+  const fake = await createCodexFake({ turns });
+  t.after(() => fake.cleanup());
+  const a = await oneTurn(onReal.bin, { temperature: 0.2 });
+  const b = await oneTurn(fake.bin, { temperature: 0.2 });
+  assert.strictEqual(a.answer, "The answer.");
+  assert.strictEqual(b.answer, a.answer);
+  const methods = (n) => n.map((m) => m.method);
+  assert.deepStrictEqual(methods(b.notifications), methods(a.notifications));
+  assert.deepStrictEqual(onReal.ignoredFields(), fake.ignoredFields());
+});
