@@ -1734,6 +1734,24 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
         }
     }
     let config_sets = |k: &str| given.get("config").and_then(|c| c.get(k)).is_some();
+    // The thread's own settings are only defaults: the request's `config` map sets over them
+    // as over config.toml (a cold resume with `config: {approval_policy: "never"}` runs
+    // under never; seen on 0.171.0).
+    for (key, thread_keys) in [
+        ("approval_policy", &["approvalPolicy"][..]),
+        ("approvals_reviewer", &["approvalsReviewer"]),
+        ("sandbox_mode", &["sandbox", "permissions"]),
+        ("default_permissions", &["sandbox", "permissions"]),
+        ("model", &["model"]),
+        ("model_provider", &["modelProvider"]),
+        ("service_tier", &["serviceTier"]),
+    ] {
+        if config_sets(key) {
+            for k in thread_keys {
+                p.remove(*k);
+            }
+        }
+    }
     let model_changed = given.contains_key("model")
         || given.contains_key("modelProvider")
         || config_sets("model")

@@ -973,7 +973,9 @@ impl<'a> Ctx<'a> {
         }
         match f.before {
             super::provider::Before::FullContext => self.context_full(),
-            super::provider::Before::RateLimits => self.rate_limits(),
+            // codex's `update_rate_limits` sends a token count: the thread's usage so far
+            // (when it has any), then the rate limits.
+            super::provider::Before::RateLimits => self.unfinished_response(),
             super::provider::Before::Nothing => {}
         }
         self.fail_after(f.message, f.info)
@@ -1091,7 +1093,23 @@ impl<'a> Ctx<'a> {
                 }
                 self.step(step)
             });
-            match played.and_then(|()| self.check()) {
+            // The stream's end (`response.completed`, with its usage) comes a moment after its
+            // last item: an interrupt sent on that item arrives first, and the response's usage
+            // is never counted (seen on 0.171.0, real against real).
+            let ends_stream = !TOOL_STEPS.contains(
+                &response
+                    .last()
+                    .and_then(|s| s["kind"].as_str())
+                    .unwrap_or(""),
+            );
+            let finished = played.and_then(|()| {
+                if ends_stream && self.open {
+                    self.wait(TOOL_DISPATCH)
+                } else {
+                    self.check()
+                }
+            });
+            match finished {
                 Ok(()) => {
                     // A tool's output, or a retried stream, goes back to the model: past the
                     // script it gives the default answer.
@@ -1100,6 +1118,11 @@ impl<'a> Ctx<'a> {
                         .and_then(|s| s["kind"].as_str())
                         .unwrap_or("");
                     let follow_up = TOOL_STEPS.contains(&last) || !self.open;
+                    // A stream's retry budget is one sampling request's: a completed response
+                    // starts the next request afresh (core `run_sampling_request`).
+                    if self.open {
+                        self.retries = 0;
+                    }
                     self.end_response();
                     if follow_up && queue.is_empty() {
                         queue.push_back(
@@ -1674,6 +1697,10 @@ impl<'a> Ctx<'a> {
     /// (its usage is reported), the tool never runs.
     fn interrupted_tool(&mut self) -> Result<(), End> {
         self.end_response();
+        // As any interrupt: a turn with an answer asks for attention (see `check`).
+        if self.final_answer().is_some() {
+            self.read_state();
+        }
         self.ctl.acked.store(true, Ordering::SeqCst);
         Err(End::Interrupted)
     }
@@ -1743,7 +1770,15 @@ impl<'a> Ctx<'a> {
         let base = json!({"type": "fileChange", "id": id, "changes": changes});
         let at = self.started(&merge(&base, json!({"status": "inProgress"})));
         let mut status = "completed";
-        if gate == Gate::Ask {
+        if gate == Gate::Ask && self.auto_review() {
+            // The reviewer, not the client, decides a patch too (seen on 0.171.0).
+            let action = json!({"type": "applyPatch", "cwd": cwd,
+                                "files": files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()});
+            if !self.review(&id, at, action) {
+                self.completed(merge(&base, json!({"status": "declined"})), at);
+                return Ok(());
+            }
+        } else if gate == Gate::Ask {
             self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
             let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
                                            "reason": null, "grantRoot": null}));

@@ -28,7 +28,7 @@ def test_helpers_check_their_fields_when_the_scenario_is_written():
         message(3)
     with pytest.raises(ValueError, match="cached"):
         usage(1, cached=5)
-    with pytest.raises(ValueError, match="command must not be empty"):
+    with pytest.raises(ValueError, match="command must not be blank"):
         command(" ")
     with pytest.raises(ValueError, match="unknown kind 'mesage'"):
         steps.check_turns([{"steps": [{"kind": "mesage", "text": "x"}]}])
