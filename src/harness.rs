@@ -259,7 +259,9 @@ impl Peer {
         // Only what the case sets: no credentials or settings of the machine leak in.
         for (k, _) in std::env::vars_os() {
             let k = k.to_string_lossy().into_owned();
-            if k.starts_with("CODEX") || k.starts_with("OPENAI") || k == "RUST_LOG" {
+            // codex-wire's own turn-facts knob (`cargo xtask add-version`) is not the machine's.
+            let ours = k == crate::fake::TURN_FACTS_ENV;
+            if (k.starts_with("CODEX") || k.starts_with("OPENAI") || k == "RUST_LOG") && !ours {
                 cmd.env_remove(&k);
             }
         }

@@ -17,6 +17,7 @@ mod turns;
 
 pub use cli::{AppServer, Cli, CodexOptions, Command};
 pub use defaults::{methods as default_methods, minimal_of, result_for as default_result};
+pub use turns::{TurnFacts, TURN_FACTS_ENV};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

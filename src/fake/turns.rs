@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// How a codex version plays turns where versions differ, from `schema/<V>/facts/turns.json`
 /// (each fact shown by that version's recordings; an absent fact is the newest version's way).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, serde::Serialize)]
 #[serde(default, rename_all = "snake_case", deny_unknown_fields)]
 pub struct TurnFacts {
     /// `turn/diff/updated` again after every model response once the turn has a diff (instead
@@ -36,10 +36,33 @@ pub struct TurnFacts {
     pub fork_preview_empty: bool,
 }
 
+/// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`
+/// tries candidate facts of a new version against its recordings before writing them.
+pub const TURN_FACTS_ENV: &str = "CODEX_WIRE_TURN_FACTS";
+
 impl TurnFacts {
     pub fn of(p: &crate::Protocol) -> TurnFacts {
+        if let Some(text) =
+            std::env::var_os(TURN_FACTS_ENV).and_then(|path| std::fs::read_to_string(path).ok())
+        {
+            if let Ok(facts) = serde_json::from_str(&text) {
+                return facts;
+            }
+        }
         // Checked by the protocol's tests: a facts file that does not parse is a build bug.
         serde_json::from_str(p.turn_facts).unwrap_or_default()
+    }
+
+    /// The facts that are switches (the others are texts read off a recording).
+    pub fn switches() -> Vec<String> {
+        match serde_json::to_value(TurnFacts::default()) {
+            Ok(Value::Object(m)) => m
+                .into_iter()
+                .filter(|(_, v)| v.is_boolean())
+                .map(|(k, _)| k)
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 }
 

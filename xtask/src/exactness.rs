@@ -94,6 +94,33 @@ pub fn tables() -> Result<String, String> {
     Ok(out)
 }
 
+/// The README's opening sentence names the supported versions between these markers.
+const VERSIONS_BEGIN: &str = "<!-- versions -->";
+const VERSIONS_END: &str = "<!-- /versions -->";
+
+/// `readme` with the version list (`**A**, **B** and **C**`) written from `schema/`.
+fn with_version_list(readme: &str) -> Result<String, String> {
+    let (Some(a), Some(b)) = (readme.find(VERSIONS_BEGIN), readme.find(VERSIONS_END)) else {
+        return Err(format!(
+            "README.md lacks the markers {VERSIONS_BEGIN} … {VERSIONS_END}"
+        ));
+    };
+    let versions: Vec<String> = crate::codex_bin::versions()?
+        .iter()
+        .map(|v| format!("**{v}**"))
+        .collect();
+    let list = match versions.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Ok(format!(
+        "{}{VERSIONS_BEGIN}{list}{}",
+        &readme[..a],
+        &readme[b..]
+    ))
+}
+
 pub fn main(args: &[String]) -> Result<(), String> {
     let mode = args.first().map(String::as_str);
     let text = tables()?;
@@ -103,6 +130,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         return Err(format!("README.md lacks the markers {BEGIN} … {END}"));
     };
     let fresh = format!("{}{BEGIN}\n{text}{}", &readme[..a], &readme[b..]);
+    let fresh = with_version_list(&fresh)?;
     match mode {
         None => print!("{text}"),
         Some("--write") => {

@@ -13,6 +13,7 @@
 //! - `exactness [--write | --check]`: the README's exactness tables, from every version's corpora.
 //! - `wheel [--debug]`: the pip wheel (the binary and the pytest plugin) into `target/wheels/`.
 //! - `npm [--debug]`: the npm packages (the binary, the Node test helper) into `target/npm/`.
+//! - `add-version V [--from STEP]`: a new codex release, every step of the recipe (`add_version`).
 //! - `test`: install every supported binary, run every test, then the live differentials.
 //! - `turns [--record] [NAME…]`: run the turn corpus against the real server (scripted model)
 //!   and the fake; `--record` keeps the real transcripts in `tests/corpus/V/turns/`.
@@ -22,6 +23,7 @@
 //!   from the real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`,
 //!   PROVENANCE.md. `schema --diff A B`: the protocol changelog between two versions.
 
+mod add_version;
 mod changelog;
 mod codex_bin;
 mod conformance;
@@ -50,6 +52,7 @@ const USAGE: &str =
   exactness [--write|--check]  README's exactness tables from every version's corpora
   wheel [--debug]          the pip wheel (binary + pytest plugin) into target/wheels/
   npm [--debug]            the npm packages (binary + Node test helper) into target/npm/
+  add-version V [--from S] a new codex release: schema, corpora, turn facts, tables (one command)
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
   fidelity [--seed S] [--sessions N] [--version V] [--keep]  generated sessions: real vs fake
   test [cargo test args]   install every supported codex, run all tests and the live differentials";
@@ -68,6 +71,7 @@ fn main() {
         Some("exactness") => exactness::main(rest),
         Some("wheel") => wheel::main(rest),
         Some("npm") => npm::main(rest),
+        Some("add-version") => add_version::main(rest),
         Some("fidelity") => fidelity::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");

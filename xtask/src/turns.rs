@@ -21,7 +21,7 @@ pub fn cases_dir() -> PathBuf {
 }
 
 /// Builds `codex-wire` (debug) and returns its path.
-fn codex_wire_bin() -> Result<PathBuf, String> {
+pub fn codex_wire_bin() -> Result<PathBuf, String> {
     let root = crate::codex_bin::repo_root();
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--quiet", "--bin", "codex-wire"])
@@ -166,6 +166,33 @@ pub fn main(args: &[String]) -> Result<(), String> {
             "the fake differs from the real server on {unexpected:?}"
         ));
     }
+    Ok(())
+}
+
+/// Records every turn case on the real binary of `version` (no fake run): the first half of
+/// adding a version, whose fake facts are derived from these recordings.
+pub fn record_only(version: &str) -> Result<(), String> {
+    let codex = crate::codex_bin::ensure_codex(version, None)?;
+    let bin = codex_wire_bin()?;
+    let dir = corpus_dir(version);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let work = std::env::temp_dir().join("codex-wire-turns");
+    let cases = harness::load_cases(&cases_dir())?;
+    for case in &cases {
+        let real = harness::run(
+            case,
+            &Server::Real {
+                bin: &bin,
+                codex: &codex,
+            },
+            &work.join(&case.name).join("real"),
+        )
+        .map_err(|e| format!("{}: real run: {e}", case.name))?;
+        let recorded = dir.join(format!("{}.real.jsonl", case.name));
+        std::fs::copy(&real, &recorded).map_err(|e| format!("{}: {e}", recorded.display()))?;
+        println!("  {:<40} recorded", case.name);
+    }
+    println!("recorded {} scenarios into {}", cases.len(), dir.display());
     Ok(())
 }
 

@@ -1,0 +1,296 @@
+//! `cargo xtask add-version V [--from STEP]`: adds codex release V beside the others, every step
+//! of the README recipe in order — schema (and changelogs), conformance, oracle, sessions, turns,
+//! the turn facts, the exactness tables — and stops at the first step that needs a person,
+//! saying which fact, where it goes and how to check it. `--from STEP` resumes there.
+//!
+//! The turn facts of V (`schema/V/facts/turns.json`: where V plays turns unlike the newest) are
+//! derived from V's own recordings: the texts codex sends (its collaboration-mode instructions)
+//! are read off them, and each switch is kept only when the fake, replaying the recorded
+//! scenarios with it, matches more of them (every kept fact is a difference the recordings
+//! show).
+
+use codex_wire::diff;
+use codex_wire::fake::{TurnFacts, TURN_FACTS_ENV};
+use codex_wire::harness::{self, Server};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+const STEPS: &[&str] = &[
+    "schema",
+    "conformance",
+    "oracle",
+    "sessions",
+    "turns",
+    "facts",
+    "exactness",
+];
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    let version = args
+        .iter()
+        .find(|a| !a.starts_with("--") && !STEPS.contains(&a.as_str()))
+        .ok_or("usage: cargo xtask add-version V [--from STEP]")?
+        .clone();
+    let from = args
+        .iter()
+        .position(|a| a == "--from")
+        .map(|i| args.get(i + 1).cloned().ok_or("--from needs a step"))
+        .transpose()?;
+    let start = match &from {
+        Some(s) => STEPS
+            .iter()
+            .position(|x| x == s)
+            .ok_or(format!("--from: one of {}", STEPS.join(", ")))?,
+        None => 0,
+    };
+    let v = || vec!["--version".to_string(), version.clone()];
+    let with = |first: &str| {
+        let mut a = vec![first.to_string()];
+        a.extend(v());
+        a
+    };
+    for (i, step) in STEPS.iter().enumerate().skip(start) {
+        println!(
+            "== add-version {version}: {step} ({}/{})",
+            i + 1,
+            STEPS.len()
+        );
+        let t0 = std::time::Instant::now();
+        let result = match *step {
+            "schema" => crate::schema_cmd::run(&v()),
+            "conformance" => crate::conformance::main(&with("--record")),
+            "oracle" => crate::oracle::main(&with("--record")),
+            "sessions" => crate::sessions::main(&v()),
+            // Recorded now; the fake is compared with the recordings once its facts are known.
+            "turns" => crate::turns::record_only(&version),
+            "facts" => derive_facts(&version),
+            "exactness" => crate::exactness::main(&["--write".into()]),
+            _ => unreachable!(),
+        };
+        result.map_err(|e| {
+            format!(
+                "add-version {version} stopped at `{step}`: {e}\n\
+                 (resume with `cargo xtask add-version {version} --from {step}`)"
+            )
+        })?;
+        println!("   {step}: {:.0}s", t0.elapsed().as_secs_f64());
+    }
+    println!(
+        "added codex {version}: review `git status` (schema/{version}/, tests/corpus/{version}/, \
+         docs/changelog/), then `cargo xtask test`"
+    );
+    Ok(())
+}
+
+/// Every text a recording shows for `collaborationMode` settings of `mode`.
+fn instructions(recordings: &[String], mode: &str) -> Option<String> {
+    fn walk(v: &Value, mode: &str) -> Option<String> {
+        match v {
+            Value::Object(m) => {
+                if let Some(c) = m.get("collaborationMode") {
+                    if c["mode"] == mode {
+                        if let Some(s) = c["settings"]["developer_instructions"].as_str() {
+                            return Some(s.to_string());
+                        }
+                    }
+                }
+                m.values().find_map(|x| walk(x, mode))
+            }
+            Value::Array(a) => a.iter().find_map(|x| walk(x, mode)),
+            _ => None,
+        }
+    }
+    recordings.iter().find_map(|text| {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find_map(|e| walk(&e["msg"], mode))
+    })
+}
+
+/// Replays `cases` on the fake (as `version`, playing by `facts`) against the recordings:
+/// the names that differ.
+fn differing(
+    version: &str,
+    facts: &Map<String, Value>,
+    cases: &[harness::Case],
+    bin: &Path,
+    dir: &Path,
+) -> Result<Vec<String>, String> {
+    let facts_file =
+        std::env::temp_dir().join(format!("codex-wire-facts-{}.json", std::process::id()));
+    std::fs::write(&facts_file, Value::Object(facts.clone()).to_string())
+        .map_err(|e| e.to_string())?;
+    // The fake processes the harness starts inherit it.
+    std::env::set_var(TURN_FACTS_ENV, &facts_file);
+    let work = std::env::temp_dir().join(format!("codex-wire-facts-{}", std::process::id()));
+    let mut out = Vec::new();
+    for case in cases {
+        let recorded = dir.join(format!("{}.real.jsonl", case.name));
+        let real = std::fs::read_to_string(&recorded)
+            .map_err(|e| format!("{}: {e}", recorded.display()))?;
+        let server = Server::Fake {
+            bin,
+            version: Some(version),
+        };
+        let fake = harness::run(case, &server, &work.join(&case.name))
+            .and_then(|p| std::fs::read_to_string(p).map_err(|e| e.to_string()))
+            .unwrap_or_default();
+        let same = match (diff::masked(&real), diff::masked(&fake)) {
+            (Ok(a), Ok(b)) => diff::compare(&a, &b).is_ok(),
+            _ => false,
+        };
+        if !same {
+            out.push(case.name.clone());
+        }
+    }
+    std::env::remove_var(TURN_FACTS_ENV);
+    let _ = std::fs::remove_file(&facts_file);
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(out)
+}
+
+/// `schema/V/facts/turns.json` from V's recordings, then the differences left: those every other
+/// version lists in its `known_differences.txt` are listed for V with the same reason; any other
+/// stops the recipe.
+fn derive_facts(version: &str) -> Result<(), String> {
+    let root = crate::codex_bin::repo_root();
+    let dir = crate::turns::corpus_dir(version);
+    let cases = harness::load_cases(&crate::turns::cases_dir())?;
+    let recordings: Vec<String> = cases
+        .iter()
+        .filter_map(|c| std::fs::read_to_string(dir.join(format!("{}.real.jsonl", c.name))).ok())
+        .collect();
+    if recordings.len() != cases.len() {
+        return Err(format!(
+            "{} of {} turn recordings in {} (run the `turns` step)",
+            recordings.len(),
+            cases.len(),
+            dir.display()
+        ));
+    }
+    let bin = crate::turns::codex_wire_bin()?;
+    let mut facts = Map::new();
+    for (key, mode) in [
+        ("plan_mode_instructions", "plan"),
+        ("default_mode_instructions", "default"),
+    ] {
+        if let Some(text) = instructions(&recordings, mode) {
+            println!("   {key}: read off the recordings ({} bytes)", text.len());
+            facts.insert(key.into(), Value::String(text));
+        }
+    }
+    let mut failing = differing(version, &facts, &cases, &bin, &dir)?;
+    println!(
+        "   the fake as the newest plays: {}/{} recorded scenarios identical",
+        cases.len() - failing.len(),
+        cases.len()
+    );
+    // Greedy: a switch is kept when it makes more scenarios identical than it breaks.
+    let mut improved = true;
+    while improved && !failing.is_empty() {
+        improved = false;
+        for switch in TurnFacts::switches() {
+            if facts.contains_key(&switch) {
+                continue;
+            }
+            let mut trial = facts.clone();
+            trial.insert(switch.clone(), Value::Bool(true));
+            let failing_cases: Vec<harness::Case> = cases
+                .iter()
+                .filter(|c| failing.contains(&c.name))
+                .cloned()
+                .collect();
+            let fixed =
+                failing.len() - differing(version, &trial, &failing_cases, &bin, &dir)?.len();
+            if fixed == 0 {
+                continue;
+            }
+            let now = differing(version, &trial, &cases, &bin, &dir)?;
+            if now.len() < failing.len() {
+                let shown: Vec<&String> = failing.iter().filter(|n| !now.contains(n)).collect();
+                println!("   {switch}: true (shown by {shown:?})");
+                facts = trial;
+                failing = now;
+                improved = true;
+            }
+        }
+    }
+    let path = root.join("schema").join(version).join("facts/turns.json");
+    // In the order `TurnFacts` declares them, defaults left out.
+    let typed: TurnFacts =
+        serde_json::from_value(Value::Object(facts)).map_err(|e| e.to_string())?;
+    let ordered: Map<String, Value> = match serde_json::to_value(typed) {
+        Ok(Value::Object(m)) => m
+            .into_iter()
+            .filter(|(_, v)| !v.is_null() && *v != Value::Bool(false))
+            .collect(),
+        _ => Map::new(),
+    };
+    let text = serde_json::to_string_pretty(&Value::Object(ordered)).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("   wrote {}", path.display());
+
+    // Differences every other version shows too, for a reason listed there.
+    let mut listed = Vec::new();
+    let mut unexplained = Vec::new();
+    for name in &failing {
+        match shared_reason(version, name)? {
+            Some(line) => listed.push(line),
+            None => unexplained.push(name.clone()),
+        }
+    }
+    if !listed.is_empty() {
+        let known = dir.join("known_differences.txt");
+        let mut text =
+            "# Scenarios where the fake still differs from the real server, one per line: \
+                        name, then why.\n"
+                .to_string();
+        for l in &listed {
+            text.push_str(l);
+            text.push('\n');
+        }
+        std::fs::write(&known, text).map_err(|e| format!("{}: {e}", known.display()))?;
+        println!(
+            "   {} known difference(s) every other version lists too: {}",
+            listed.len(),
+            known.display()
+        );
+    }
+    if !unexplained.is_empty() {
+        return Err(format!(
+            "the fake still differs from {version}'s recordings on {unexplained:?}. Each is a way \
+             this release plays turns that no fact describes yet: compare with \
+             `cargo xtask turns --version {version} NAME` (A real, B fake), then either add a \
+             fact (src/fake/turns.rs `TurnFacts`, set in schema/{version}/facts/turns.json) or, \
+             if the fake cannot model it, list `NAME<TAB>why` in {}; check with \
+             `cargo xtask turns --version {version}`",
+            dir.join("known_differences.txt").display()
+        ));
+    }
+    Ok(())
+}
+
+/// The line for `name` when every other supported version lists it, with the same reason.
+fn shared_reason(version: &str, name: &str) -> Result<Option<String>, String> {
+    let mut reason: Option<String> = None;
+    let others: Vec<String> = crate::codex_bin::versions()?
+        .into_iter()
+        .filter(|v| v != version)
+        .collect();
+    if others.is_empty() {
+        return Ok(None);
+    }
+    for v in &others {
+        let known: PathBuf = crate::turns::corpus_dir(v).join("known_differences.txt");
+        let text = std::fs::read_to_string(known).unwrap_or_default();
+        let Some(line) = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+        else {
+            return Ok(None);
+        };
+        // Listed by each: the reason the newest gives (the versions come oldest first).
+        reason = Some(line[name.len()..].trim().to_string());
+    }
+    Ok(reason.map(|r| format!("{name}\t{r}")))
+}
