@@ -74,12 +74,34 @@ pub fn main(args: &[String]) -> Result<(), String> {
             )
         })?;
         println!("   {step}: {:.0}s", t0.elapsed().as_secs_f64());
+        if *step == "schema" {
+            // This process's engine was built without V: the rest runs in a build that has it
+            // (cargo rebuilds xtask from the new schema/V/).
+            return resume(&version, STEPS[i + 1]);
+        }
     }
     println!(
         "added codex {version}: review `git status` (schema/{version}/, tests/corpus/{version}/, \
          docs/changelog/), then `cargo xtask test`"
     );
     Ok(())
+}
+
+/// `cargo xtask add-version V --from STEP` in a fresh build.
+fn resume(version: &str, step: &str) -> Result<(), String> {
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["xtask", "add-version", version, "--from", step])
+            .current_dir(crate::codex_bin::repo_root())
+            .status()
+            .map_err(|e| format!("cargo xtask: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "add-version {version} --from {step} failed ({status})"
+        ))
+    }
 }
 
 /// Every text a recording shows for `collaborationMode` settings of `mode`.
