@@ -14,24 +14,6 @@ const steps = require("./steps.js");
 
 const GRANDCHILD_RELEASE = "release-grandchildren";
 
-// What both servers read from CODEX_HOME/config.toml (codex_wire::harness::config_toml, as the
-// Python package writes it): the scripted provider, on-request approvals in a writable
-// workspace, and the request_permissions tool.
-const CONFIG_TOML = `model = "gpt-5.5"
-model_provider = "scripted"
-approval_policy = "on-request"
-sandbox_mode = "workspace-write"
-
-[features]
-request_permissions_tool = true
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "http://127.0.0.1:9/v1"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-`;
 
 /** The client sent what the real server refuses or silently drops. */
 class WireError extends Error {
@@ -128,7 +110,9 @@ class CodexFake {
     fs.mkdirSync(path.dirname(this.bin), { recursive: true });
     this.codexHome = path.join(this.stateDir, "codex-home");
     fs.mkdirSync(this.codexHome, { recursive: true });
-    fs.writeFileSync(path.join(this.codexHome, "config.toml"), CONFIG_TOML);
+    // What both servers read (the scripted provider, on-request approvals in a writable
+    // workspace): the binary's own text, one source for every helper.
+    fs.writeFileSync(path.join(this.codexHome, "config.toml"), execFileSync(binary(), ["config-toml"]));
     this.real = real || null;
     const server = this.real
       ? `${shQuote(binary())} scripted --state-dir ${shQuote(this.stateDir)} -- ${shQuote(this.real)}`

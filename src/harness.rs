@@ -213,6 +213,16 @@ pub fn config_toml(case: &Case) -> String {
         + &features_toml(&case.features)
 }
 
+/// The `config.toml` a test install of the Python and Node helpers writes into `CODEX_HOME` (both
+/// read it from `codex-wire config-toml`): a default case's, with the `request_permissions_tool`
+/// feature on (off by default on the real server).
+pub fn install_config_toml() -> String {
+    let case: Case = serde_json::from_value(json!({
+        "name": "install", "scenario": {}, "features": ["request_permissions_tool"]}))
+    .expect("a default case deserializes");
+    config_toml(&case)
+}
+
 fn features_toml(features: &[String]) -> String {
     if features.is_empty() {
         return String::new();

@@ -30,6 +30,9 @@ enum Cmd {
     Scripted(codex_wire::scripted::Cli),
     /// The codex versions this build speaks, oldest first (the last is the default)
     Versions,
+    /// The config.toml a test install (the Python and Node helpers) puts in CODEX_HOME: the
+    /// scripted provider, on-request approvals in a writable workspace
+    ConfigToml,
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -58,6 +61,10 @@ fn main() -> ExitCode {
             for p in codex_wire::versions() {
                 println!("{}", p.version);
             }
+            ExitCode::SUCCESS
+        }
+        Cmd::ConfigToml => {
+            print!("{}", codex_wire::harness::install_config_toml());
             ExitCode::SUCCESS
         }
         Cmd::Completions { shell } => {

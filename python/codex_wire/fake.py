@@ -31,24 +31,6 @@ from .steps import check_turns
 
 GRANDCHILD_RELEASE = "release-grandchildren"
 
-# What both servers read from CODEX_HOME/config.toml (as codex_wire::harness::config_toml):
-# the scripted provider (`scripted` patches in its base_url), on-request approvals in a writable
-# workspace, and the request_permissions tool (off by default on the real server).
-CONFIG_TOML = """model = "gpt-5.5"
-model_provider = "scripted"
-approval_policy = "on-request"
-sandbox_mode = "workspace-write"
-
-[features]
-request_permissions_tool = true
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "http://127.0.0.1:9/v1"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-"""
 
 
 def binary() -> str:
@@ -101,7 +83,10 @@ class FakeCodex:
         self.bin.parent.mkdir(parents=True, exist_ok=True)
         self.codex_home = self.state_dir / "codex-home"
         self.codex_home.mkdir(parents=True, exist_ok=True)
-        (self.codex_home / "config.toml").write_text(CONFIG_TOML, encoding="utf-8")
+        # What both servers read (the scripted provider, on-request approvals in a writable
+        # workspace): the binary's own text, one source for every helper.
+        config = subprocess.run([binary(), "config-toml"], capture_output=True, text=True, check=True)
+        (self.codex_home / "config.toml").write_text(config.stdout, encoding="utf-8")
         self.real = real
         if self.real:
             server = f'"{binary()}" scripted --state-dir "{self.state_dir}" -- "{self.real}"'

@@ -106,15 +106,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .filter(|c| only.is_empty() || only.iter().any(|o| **o == c.name))
     {
         total += 1;
-        let real = harness::run(
-            case,
-            &Server::Real {
-                bin: &bin,
-                codex: &codex,
-            },
-            &work.join(&case.name).join("real"),
-        )
-        .map_err(|e| format!("{}: real run: {e}", case.name))?;
+        let real = real_run(case, &bin, &codex, &work)?;
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
         if record {
             std::fs::copy(&real, &recorded).map_err(|e| format!("{}: {e}", recorded.display()))?;
@@ -169,6 +161,21 @@ pub fn main(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// One case on the real binary behind `scripted`: its transcript.
+fn real_run(
+    case: &harness::Case,
+    bin: &Path,
+    codex: &Path,
+    work: &Path,
+) -> Result<PathBuf, String> {
+    harness::run(
+        case,
+        &Server::Real { bin, codex },
+        &work.join(&case.name).join("real"),
+    )
+    .map_err(|e| format!("{}: real run: {e}", case.name))
+}
+
 /// Records every turn case on the real binary of `version` (no fake run): the first half of
 /// adding a version, whose fake facts are derived from these recordings.
 pub fn record_only(version: &str) -> Result<(), String> {
@@ -179,15 +186,7 @@ pub fn record_only(version: &str) -> Result<(), String> {
     let work = std::env::temp_dir().join("codex-wire-turns");
     let cases = harness::load_cases(&cases_dir())?;
     for case in &cases {
-        let real = harness::run(
-            case,
-            &Server::Real {
-                bin: &bin,
-                codex: &codex,
-            },
-            &work.join(&case.name).join("real"),
-        )
-        .map_err(|e| format!("{}: real run: {e}", case.name))?;
+        let real = real_run(case, &bin, &codex, &work)?;
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
         std::fs::copy(&real, &recorded).map_err(|e| format!("{}: {e}", recorded.display()))?;
         println!("  {:<40} recorded", case.name);
