@@ -158,7 +158,7 @@ pub struct Masker {
     roots: Vec<String>,
 }
 
-fn is_uuid(s: &str) -> bool {
+pub(crate) fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {
@@ -167,7 +167,7 @@ fn is_uuid(s: &str) -> bool {
         })
 }
 
-fn is_item_id(s: &str) -> bool {
+pub(crate) fn is_item_id(s: &str) -> bool {
     ["msg_", "rs_", "fc_", "call_", "ctc_", "ws_", "ig_"]
         .iter()
         .any(|p| {

@@ -110,6 +110,10 @@ pub struct Case {
     /// absent.
     #[serde(default)]
     pub replies: serde_json::Map<String, Value>,
+    /// A recorded client (`codex-wire record`): played instead of the fields above, which
+    /// describe a client by what it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<crate::replay::Recorded>,
 }
 
 /// A turn's input: `"text"` is `[{"type": "text", "text": "text"}]`.
@@ -154,6 +158,24 @@ pub enum Server<'a> {
     },
     /// The real binary behind `codex-wire scripted` (the scripted model in front of it).
     Real { bin: &'a Path, codex: &'a Path },
+    /// The real binary behind `codex-wire record --out OUT --upstream URL`: the recording of
+    /// a run whose model is the one at `upstream`.
+    Record {
+        bin: &'a Path,
+        codex: &'a Path,
+        out: &'a Path,
+        upstream: &'a str,
+    },
+}
+
+impl Server<'_> {
+    /// Where a run's transcript is written.
+    pub fn transcript(&self, l: &Layout) -> PathBuf {
+        match self {
+            Server::Record { out, .. } => out.join("transcript.jsonl"),
+            _ => l.transcript(),
+        }
+    }
 }
 
 /// Where a run lives.
@@ -235,15 +257,15 @@ fn features_toml(features: &[String]) -> String {
 }
 
 /// A running server and the client's view of it.
-struct Peer {
+pub(crate) struct Peer {
     child: Child,
     stdin: Option<ChildStdin>,
-    rx: Receiver<Value>,
+    pub(crate) rx: Receiver<Value>,
     next_id: i64,
 }
 
 impl Peer {
-    fn spawn(server: &Server, l: &Layout, args: &[String]) -> Result<Peer, String> {
+    pub(crate) fn spawn(server: &Server, l: &Layout, args: &[String]) -> Result<Peer, String> {
         let mut cmd = match server {
             Server::Fake { bin, version } => {
                 let mut c = Command::new(bin);
@@ -259,6 +281,24 @@ impl Peer {
                 c.arg("scripted")
                     .arg("--state-dir")
                     .arg(&l.state)
+                    .arg("--")
+                    .arg(codex)
+                    .arg("app-server")
+                    .args(args);
+                c
+            }
+            Server::Record {
+                bin,
+                codex,
+                out,
+                upstream,
+            } => {
+                let mut c = Command::new(bin);
+                c.arg("record")
+                    .arg("--out")
+                    .arg(out)
+                    .arg("--upstream")
+                    .arg(upstream)
                     .arg("--")
                     .arg(codex)
                     .arg("app-server")
@@ -304,10 +344,28 @@ impl Peer {
     }
 
     fn send(&mut self, msg: &Value) -> Result<(), String> {
+        self.send_bytes(format!("{msg}\n").as_bytes())
+    }
+
+    pub(crate) fn send_bytes(&mut self, bytes: &[u8]) -> Result<(), String> {
         let w = self.stdin.as_mut().ok_or("stdin closed")?;
-        writeln!(w, "{msg}")
+        w.write_all(bytes)
             .and_then(|_| w.flush())
             .map_err(|e| format!("write: {e}"))
+    }
+
+    /// Ends the server with `sig` as the recording's ended (SIGKILL: as a crash, the codex
+    /// process itself; another signal goes to the process the client started, which passes
+    /// it on).
+    pub(crate) fn signal(mut self, server: &Server, l: &Layout, sig: i32) {
+        if sig == libc::SIGKILL {
+            return self.crash(server, l);
+        }
+        // SAFETY: kill(2) on a child this run started.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+        self.end();
     }
 
     fn request(&mut self, method: &str, params: Value) -> Result<i64, String> {
@@ -322,7 +380,7 @@ impl Peer {
     fn crash(&mut self, server: &Server, l: &Layout) {
         let pid = match server {
             Server::Fake { .. } => Some(self.child.id() as i32),
-            Server::Real { .. } => std::fs::read_to_string(l.transcript())
+            Server::Real { .. } | Server::Record { .. } => std::fs::read_to_string(server.transcript(l))
                 .unwrap_or_default()
                 .lines()
                 .rev()
@@ -340,7 +398,7 @@ impl Peer {
         self.end();
     }
 
-    fn close(mut self) {
+    pub(crate) fn close(mut self) {
         self.end();
     }
 
@@ -552,6 +610,16 @@ pub fn run_outcome(
     }
     let l = Layout::new(root).map_err(|e| format!("{}: {e}", root.display()))?;
     let io = |e: std::io::Error| e.to_string();
+    if let Some(rec) = &case.recorded {
+        for d in &rec.dirs {
+            std::fs::create_dir_all(l.work.join(d)).map_err(io)?;
+        }
+        // The model's script names the recording's paths (a command's workdir, a patch's).
+        let scenario = crate::replay::relocate(&case.scenario.to_string(), rec, &l);
+        std::fs::write(l.state.join("scenario.json"), scenario).map_err(io)?;
+        let error = crate::replay::play(case, rec, server, &l).err();
+        return Ok((server.transcript(&l), error));
+    }
     for d in &case.dirs {
         std::fs::create_dir_all(l.work.join(d)).map_err(io)?;
     }
@@ -655,7 +723,7 @@ pub fn run_outcome(
         Ok(())
     })();
     p.close();
-    Ok((l.transcript(), result.err()))
+    Ok((server.transcript(&l), result.err()))
 }
 
 /// The real codex binary of the newest supported version for tests and examples:

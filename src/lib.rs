@@ -11,6 +11,8 @@ pub mod fuzz;
 pub mod harness;
 pub mod model;
 pub mod proxy;
+pub mod record;
+pub mod replay;
 pub mod scripted;
 pub mod validate;
 

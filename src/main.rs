@@ -28,6 +28,11 @@ enum Cmd {
     /// Run a real `codex app-server` against the scripted model, behind the checking proxy
     /// (`codex-wire scripted --state-dir DIR -- codex app-server`)
     Scripted(codex_wire::scripted::Cli),
+    /// Record a real `codex app-server` session for offline replay
+    /// (`codex-wire record --out DIR -- codex app-server`)
+    Record(codex_wire::record::Cli),
+    /// Replay a recording on the fake or the real server and compare it with the recording
+    Replay(codex_wire::replay::Cli),
     /// The codex versions this build speaks, oldest first (the last is the default)
     Versions,
     /// The config.toml a test install (the Python and Node helpers) puts in CODEX_HOME: the
@@ -57,6 +62,8 @@ fn main() -> ExitCode {
         Cmd::Diff(c) => codex_wire::diff::main(c),
         Cmd::Model(c) => codex_wire::model::main(c),
         Cmd::Scripted(c) => codex_wire::scripted::main(c),
+        Cmd::Record(c) => codex_wire::record::main(c),
+        Cmd::Replay(c) => codex_wire::replay::main(c),
         Cmd::Versions => {
             for p in codex_wire::versions() {
                 println!("{}", p.version);

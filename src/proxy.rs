@@ -77,6 +77,7 @@ pub fn main(cli: Cli) -> ExitCode {
         allow_ignored: &cli.allow_ignored,
         quiet: cli.quiet,
         protocol: cli.codex_version,
+        redact: None,
     })
     .exit_code()
 }
@@ -96,6 +97,9 @@ pub struct Options<'a> {
     pub quiet: bool,
     /// The codex version to judge as (`None`: ask the command's `--version`).
     pub protocol: Option<&'static crate::Protocol>,
+    /// What the transcript must not contain (`codex-wire record`): lines are judged as they
+    /// are and written redacted.
+    pub redact: Option<&'a crate::record::redact::Redactor>,
 }
 
 /// How the proxied command ended.
@@ -127,7 +131,7 @@ impl Exit {
 
 /// The codex version `program --version` names (`codex-cli X.Y.Z`), if this build speaks it.
 /// A program that does not answer within a few seconds is not waited for.
-fn child_version(program: &str) -> Result<&'static crate::Protocol, String> {
+pub(crate) fn child_version(program: &str) -> Result<&'static crate::Protocol, String> {
     let mut child = Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
@@ -242,6 +246,7 @@ pub fn run(o: &Options) -> Exit {
     });
     let argv: Vec<&String> = command.iter().collect();
     let mut an = Analyzer::new(transcript, allow, quiet, pid, name.to_string(), protocol);
+    an.redact = o.redact.cloned();
     an.event(serde_json::json!({"event": "spawn", "argv": argv, "ppid": std::process::id()}));
     // Runs until both readers are gone (the server's stdout closed and the client's either
     // closed or abandoned).
@@ -324,6 +329,7 @@ struct Analyzer {
     pid: i32,
     count: [u64; 2],
     name: String,
+    redact: Option<crate::record::redact::Redactor>,
 }
 
 impl Analyzer {
@@ -350,6 +356,7 @@ impl Analyzer {
             pid,
             count: [0, 0],
             name,
+            redact: None,
         }
     }
 
@@ -366,6 +373,9 @@ impl Analyzer {
         let mut obj = serde_json::Map::new();
         obj.insert("pid".into(), self.pid.into());
         obj.insert("t".into(), serde_json::json!(Self::stamp()));
+        if let Some(r) = &self.redact {
+            r.json(&mut e);
+        }
         if let Some(m) = e.as_object_mut() {
             obj.append(m);
         }
@@ -385,7 +395,11 @@ impl Analyzer {
         };
         if let Some(t) = self.transcript.as_mut() {
             let mut buf = Vec::with_capacity(line.len() + 128);
-            let _ = write_entry(&mut buf, self.pid, dir, line, &verdict);
+            let shown = match &self.redact {
+                Some(r) => r.line(line),
+                None => std::borrow::Cow::Borrowed(line),
+            };
+            let _ = write_entry(&mut buf, self.pid, dir, &shown, &verdict);
             append_line(t, &buf);
         }
         let rec = Record {

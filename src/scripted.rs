@@ -153,6 +153,7 @@ fn run(
         allow_ignored: allow,
         quiet,
         protocol: None,
+        redact: None,
     })
 }
 

@@ -2029,10 +2029,9 @@ impl<'a> Ctx<'a> {
         let text = str_of(step, "text", "");
         let phase = step.get("phase").cloned().unwrap_or(Value::Null);
         let at = self.started(&agent_message(&id, "", &phase));
-        let chars: Vec<char> = text.chars().collect();
-        let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
+        let deltas = crate::model::script::message_deltas(step);
         if !self.plan_mode {
-            for delta in split_chunks(&chars, chunks) {
+            for delta in deltas {
                 self.notify(
                     "item/agentMessage/delta",
                     json!({"itemId": id, "delta": delta}),
@@ -2046,8 +2045,8 @@ impl<'a> Ctx<'a> {
         let mut split = PlanSplit::default();
         let mut plans: Vec<(String, i64, String)> = Vec::new();
         let mut answer = String::new();
-        let last = split_chunks(&chars, chunks).len();
-        for (n, delta) in split_chunks(&chars, chunks).into_iter().enumerate() {
+        let last = deltas.len();
+        for (n, delta) in deltas.into_iter().enumerate() {
             let mut segs = split.feed(&delta);
             if n + 1 == last {
                 segs.extend(split.finish());
@@ -2225,12 +2224,6 @@ impl PlanSplit {
 fn agent_message(id: &str, text: &str, phase: &Value) -> Value {
     json!({"type": "agentMessage", "moderation": null, "id": id, "text": text, "phase": phase,
            "memoryCitation": null, "delivery": null, "questions": null})
-}
-
-/// `text` in `n` deltas of near-equal length (the scripted model streams it the same way).
-fn split_chunks(chars: &[char], n: usize) -> Vec<String> {
-    let size = chars.len().div_ceil(n.max(1)).max(1);
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
 /// What running a command gave, as its item shows it.

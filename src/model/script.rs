@@ -168,9 +168,19 @@ fn strings(v: &Value) -> Vec<String> {
     }
 }
 
+/// A `message` step's deltas: `deltas` as given (a recording's own split), else `chunks` pieces
+/// of `text` (default 3). One definition for both servers.
+pub fn message_deltas(step: &Value) -> Vec<String> {
+    if let Some(d) = step["deltas"].as_array() {
+        return d.iter().filter_map(Value::as_str).map(str::to_string).collect();
+    }
+    let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
+    split(&str_of(step, "text", ""), chunks)
+}
+
 /// `chunks` pieces of at most ceil(len/chunks) chars, the fake's split, so both servers
 /// stream the same deltas.
-fn split(text: &str, chunks: usize) -> Vec<String> {
+pub fn split(text: &str, chunks: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let size = chars.len().div_ceil(chunks.max(1)).max(1);
     chars.chunks(size).map(|c| c.iter().collect()).collect()
@@ -406,14 +416,13 @@ impl Writer {
     fn message(&mut self, id: &str, step: &Value) {
         let id = format!("msg_{id}");
         let text = str_of(step, "text", "");
-        let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
         let mut item = json!({"type": "message", "role": "assistant", "id": id,
                               "status": "in_progress", "content": []});
         if let Some(p) = step["phase"].as_str() {
             item["phase"] = json!(p);
         }
         self.added(item.clone());
-        for d in split(&text, chunks) {
+        for d in message_deltas(step) {
             let i = self.index;
             self.event(json!({"type": "response.output_text.delta", "item_id": id,
                               "output_index": i, "content_index": 0, "delta": d}));
