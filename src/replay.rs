@@ -82,11 +82,13 @@ pub enum ClientStep {
     },
 }
 
-/// A value of a client line that came from a server message: `from` (`<key>#<n>`), at JSON
-/// pointer `at`.
+/// A value of a client line that came from a server message: `from` (`<key>#<n>`) of server
+/// process `process` (0: the first the recording started), at JSON pointer `at`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct Bind {
     pub value: String,
+    #[serde(default)]
+    pub process: usize,
     pub from: String,
     pub at: String,
 }
@@ -110,20 +112,30 @@ pub fn background(key: &str) -> bool {
         || crate::diff::USAGE_REPORTS.contains(&key)
 }
 
-/// What the replay's server has sent in the current process.
+/// What the replay's servers have sent: counts in the current process, messages of every
+/// process (a client takes a thread id from one process to resume it in the next).
 #[derive(Default)]
 struct Seen {
+    process: usize,
     count: HashMap<String, u64>,
-    msgs: HashMap<String, Value>,
+    msgs: HashMap<(usize, String), Value>,
 }
 
 impl Seen {
     fn take(&mut self, msg: Value) {
         if let Some(k) = key_of(&msg) {
             let n = self.count.entry(k.clone()).or_insert(0);
-            self.msgs.insert(format!("{k}#{n}"), msg);
+            self.msgs.insert((self.process, format!("{k}#{n}")), msg);
             *n += 1;
         }
+    }
+
+    /// A new server process: counting starts again.
+    fn next_process(&mut self, first: bool) {
+        if !first {
+            self.process += 1;
+        }
+        self.count.clear();
     }
 
     fn has(&self, need: &BTreeMap<String, u64>) -> bool {
@@ -165,13 +177,24 @@ impl Seen {
         Ok(())
     }
 
-    /// The message `<key>#<n>`, waiting for it.
-    fn get(&mut self, p: &mut Peer, name: &str, limit: Duration) -> Result<&Value, String> {
-        let (k, n) = name.rsplit_once('#').ok_or("a binding without #n")?;
-        let n: u64 = n.parse().map_err(|_| "a binding with a bad #n")?;
-        let need = BTreeMap::from([(k.to_string(), n + 1)]);
-        self.wait(p, &need, limit, true)?;
-        self.msgs.get(name).ok_or_else(|| format!("{name} is missing"))
+    /// The message `<key>#<n>` of server process `process`, waiting for it when it is the
+    /// current one's.
+    fn get(
+        &mut self,
+        p: &mut Peer,
+        process: usize,
+        name: &str,
+        limit: Duration,
+    ) -> Result<&Value, String> {
+        if process == self.process {
+            let (k, n) = name.rsplit_once('#').ok_or("a binding without #n")?;
+            let n: u64 = n.parse().map_err(|_| "a binding with a bad #n")?;
+            let need = BTreeMap::from([(k.to_string(), n + 1)]);
+            self.wait(p, &need, limit, true)?;
+        }
+        self.msgs
+            .get(&(process, name.to_string()))
+            .ok_or_else(|| format!("{name} (server process {process}) never came"))
     }
 }
 
@@ -204,6 +227,7 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
     let limit = Duration::from_secs(case.wait_secs.unwrap_or(60));
     let mut peer: Option<Peer> = None;
     let mut seen = Seen::default();
+    let mut first = true;
     let result = (|| -> Result<(), String> {
         for step in &rec.steps {
             match step {
@@ -218,7 +242,8 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
                     .map_err(|e| e.to_string())?;
                     let args: Vec<String> = args.iter().map(|a| relocate(a, rec, l)).collect();
                     peer = Some(Peer::spawn(server, l, &args)?);
-                    seen = Seen::default();
+                    seen.next_process(first);
+                    first = false;
                 }
                 ClientStep::Send {
                     line,
@@ -235,13 +260,14 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
                     }
                     let mut text = relocate(line, rec, l);
                     for b in bind {
-                        let now = seen.get(p, &b.from, limit)?.pointer(&b.at).cloned();
+                        let now = seen.get(p, b.process, &b.from, limit)?.pointer(&b.at).cloned();
                         if let Some(v) = now.as_ref().and_then(Value::as_str) {
                             text = text.replace(&b.value, v);
                         }
                     }
                     if let Some(req) = answers {
-                        let id = seen.get(p, req, limit)?["id"].clone();
+                        let current = seen.process;
+                        let id = seen.get(p, current, req, limit)?["id"].clone();
                         if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
                             v["id"] = id;
                             text = v.to_string();

@@ -49,9 +49,10 @@ struct Line<'a> {
 /// One server process's reading state.
 #[derive(Default)]
 struct Proc {
+    /// Its place among the recording's server processes.
+    index: usize,
     count: HashMap<String, u64>,
     waited: HashMap<String, u64>,
-    origins: HashMap<String, Bind>,
     requests: HashMap<String, String>,
     closed: bool,
 }
@@ -77,7 +78,7 @@ impl Proc {
             .collect()
     }
 
-    fn server(&mut self, msg: &Value) {
+    fn server(&mut self, msg: &Value, origins: &mut HashMap<String, Bind>) {
         let Some(k) = key_of(msg) else { return };
         let n = self.count.entry(k.clone()).or_insert(0);
         let name = format!("{k}#{n}");
@@ -88,8 +89,9 @@ impl Proc {
         let mut found = Vec::new();
         ids(msg, String::new(), &mut found);
         for (value, at) in found {
-            self.origins.entry(value.clone()).or_insert(Bind {
+            origins.entry(value.clone()).or_insert(Bind {
                 value,
+                process: self.index,
                 from: name.clone(),
                 at,
             });
@@ -125,6 +127,9 @@ pub fn steps(
 ) -> Result<Vec<ClientStep>, String> {
     let mut out = Vec::new();
     let mut procs: HashMap<i64, Proc> = HashMap::new();
+    // Where each server-made value first appeared, over every process.
+    let mut origins: HashMap<String, Bind> = HashMap::new();
+    let mut started = 0;
     for (i, text) in transcript.lines().enumerate() {
         if text.trim().is_empty() {
             continue;
@@ -134,7 +139,14 @@ pub fn steps(
         let pid = l.pid.unwrap_or(0);
         match (l.event.as_deref(), l.dir.as_deref()) {
             (Some("spawn"), _) => {
-                procs.insert(pid, Proc::default());
+                procs.insert(
+                    pid,
+                    Proc {
+                        index: started,
+                        ..Proc::default()
+                    },
+                );
+                started += 1;
                 out.push(spawn(l.ppid)?);
             }
             (Some("stdin_eof"), _) => {
@@ -161,7 +173,7 @@ pub fn steps(
             }
             (None, Some("out")) => {
                 if let Some(m) = l.msg.and_then(|m| serde_json::from_str::<Value>(m.get()).ok()) {
-                    procs.entry(pid).or_default().server(&m);
+                    procs.entry(pid).or_default().server(&m, &mut origins);
                 }
             }
             (None, Some("in")) => {
@@ -182,7 +194,7 @@ pub fn steps(
                 ids(&v, String::new(), &mut found);
                 let mut bind: Vec<Bind> = Vec::new();
                 for (value, _) in found {
-                    if let Some(b) = p.origins.get(&value) {
+                    if let Some(b) = origins.get(&value) {
                         if !bind.iter().any(|x| x.value == value) {
                             bind.push(b.clone());
                         }

@@ -374,8 +374,10 @@ pub fn derive(dir: &Path) -> Result<String, String> {
         .filter(|s| matches!(s, crate::replay::ClientStep::Spawn { .. }))
         .count();
     case.recorded = Some(recorded);
+    // Only what a recorded case uses (the harness's other fields describe a scripted client).
+    let written = json!({"name": case.name, "scenario": case.scenario, "recorded": case.recorded});
     std::fs::write(dir.join("scenario.json"), pretty(&tr.scenario))
-        .and_then(|()| std::fs::write(dir.join(CASE_FILE), pretty(&case)))
+        .and_then(|()| std::fs::write(dir.join(CASE_FILE), pretty(&written)))
         .map_err(|e| e.to_string())?;
     let mut notes = String::new();
     for n in tr.raw.iter().chain(&tr.notes) {
@@ -398,6 +400,37 @@ pub fn derive(dir: &Path) -> Result<String, String> {
         summary.push_str(&format!("\n  {n}"));
     }
     Ok(summary)
+}
+
+/// Records `case` the way a user records a session: the harness's client drives `codex-wire
+/// record -- codex app-server`, whose upstream is the scripted model playing the case's
+/// scenario. Under `root`: `upstream/` (the model's state), `run/` (the client's layout),
+/// `recording/` (what record wrote). The recording's directory, and how the client's part
+/// stopped if it did.
+pub fn record_case(
+    case: &crate::harness::Case,
+    bin: &Path,
+    codex: &Path,
+    root: &Path,
+) -> Result<(PathBuf, Option<String>), String> {
+    let _ = std::fs::remove_dir_all(root);
+    let upstream = root.join("upstream");
+    std::fs::create_dir_all(&upstream).map_err(|e| e.to_string())?;
+    std::fs::write(upstream.join("scenario.json"), case.scenario.to_string())
+        .map_err(|e| e.to_string())?;
+    let model = crate::model::Model::start("127.0.0.1:0", &upstream)
+        .map_err(|e| format!("cannot start the upstream model: {e}"))?;
+    let out = root.join("recording");
+    let url = model.base_url();
+    let server = crate::harness::Server::Record {
+        bin,
+        codex,
+        out: &out,
+        upstream: &url,
+    };
+    let (_, stopped) = crate::harness::run_outcome(case, &server, &root.join("run"))?;
+    drop(model);
+    Ok((out, stopped))
 }
 
 /// Pretty JSON, as the files a recording writes.
