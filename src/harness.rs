@@ -380,14 +380,16 @@ impl Peer {
     fn crash(&mut self, server: &Server, l: &Layout) {
         let pid = match server {
             Server::Fake { .. } => Some(self.child.id() as i32),
-            Server::Real { .. } | Server::Record { .. } => std::fs::read_to_string(server.transcript(l))
-                .unwrap_or_default()
-                .lines()
-                .rev()
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .find(|e| e["event"] == "spawn")
-                .and_then(|e| e["pid"].as_i64())
-                .map(|p| p as i32),
+            Server::Real { .. } | Server::Record { .. } => {
+                std::fs::read_to_string(server.transcript(l))
+                    .unwrap_or_default()
+                    .lines()
+                    .rev()
+                    .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                    .find(|e| e["event"] == "spawn")
+                    .and_then(|e| e["pid"].as_i64())
+                    .map(|p| p as i32)
+            }
         };
         if let Some(pid) = pid {
             // SAFETY: kill(2) on a pid this run started.

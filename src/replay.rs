@@ -260,7 +260,10 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
                     }
                     let mut text = relocate(line, rec, l);
                     for b in bind {
-                        let now = seen.get(p, b.process, &b.from, limit)?.pointer(&b.at).cloned();
+                        let now = seen
+                            .get(p, b.process, &b.from, limit)?
+                            .pointer(&b.at)
+                            .cloned();
                         if let Some(v) = now.as_ref().and_then(Value::as_str) {
                             text = text.replace(&b.value, v);
                         }
@@ -303,11 +306,13 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
 
 /// Replay a recording (`codex-wire record`) and compare it with the recording
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Plays DIR/case.json: the recorded client against the fake (default) or \
+#[command(
+    after_help = "Plays DIR/case.json: the recorded client against the fake (default) or \
 the real codex behind the scripted model (`--real`), then compares the run's transcript with \
 DIR/transcript.jsonl under `codex-wire diff`'s masking rule.\n\
 Exit: 0 the same conversation, 1 a difference or the client's part stopped, 2 a usage error.\n\
-Example: codex-wire replay rec --real node_modules/.bin/codex")]
+Example: codex-wire replay rec --real node_modules/.bin/codex"
+)]
 pub struct Cli {
     /// The recording's directory
     #[arg(value_name = "DIR")]
@@ -325,18 +330,28 @@ pub struct Cli {
 
 /// Replays a recording's case on `server` under `out`: the replay's transcript, and whether
 /// the client's part stopped.
-pub fn replay(dir: &std::path::Path, server: &Server, out: &std::path::Path) -> Result<(std::path::PathBuf, Option<String>), String> {
+pub fn replay(
+    dir: &std::path::Path,
+    server: &Server,
+    out: &std::path::Path,
+) -> Result<(std::path::PathBuf, Option<String>), String> {
     let path = dir.join(crate::record::CASE_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let case: Case = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     if case.recorded.is_none() {
-        return Err(format!("{}: not a recording (no `recorded` client)", path.display()));
+        return Err(format!(
+            "{}: not a recording (no `recorded` client)",
+            path.display()
+        ));
     }
     crate::harness::run_outcome(&case, server, out)
 }
 
 /// The recording's transcript compared with a replay's, masked as `codex-wire diff` does.
-pub fn compare(dir: &std::path::Path, replayed: &std::path::Path) -> Result<Result<usize, crate::diff::Mismatch>, String> {
+pub fn compare(
+    dir: &std::path::Path,
+    replayed: &std::path::Path,
+) -> Result<Result<usize, crate::diff::Mismatch>, String> {
     let read = |p: &std::path::Path| {
         std::fs::read_to_string(p)
             .map_err(|e| format!("{}: {e}", p.display()))
@@ -393,7 +408,10 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
             ExitCode::from(2)
         }
         Ok(Ok(n)) if stopped.is_none() => {
-            println!("same conversation as the recording: {n} messages ({})", transcript.display());
+            println!(
+                "same conversation as the recording: {n} messages ({})",
+                transcript.display()
+            );
             ExitCode::SUCCESS
         }
         Ok(Ok(n)) => {

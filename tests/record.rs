@@ -40,18 +40,36 @@ fn round_trip(case: &Case) -> Vec<String> {
         .unwrap_or_else(|e| panic!("{}: cannot record: {e}", case.name));
     let mut problems = Vec::new();
     if let Some(s) = stopped {
-        problems.push(format!("{}: the recording's client stopped: {s}", case.name));
+        problems.push(format!(
+            "{}: the recording's client stopped: {s}",
+            case.name
+        ));
     }
     let version = codex_wire::newest().version;
     let servers = [
-        ("fake", Server::Fake { bin: bin(), version: Some(version) }),
-        ("real", Server::Real { bin: bin(), codex: &codex }),
+        (
+            "fake",
+            Server::Fake {
+                bin: bin(),
+                version: Some(version),
+            },
+        ),
+        (
+            "real",
+            Server::Real {
+                bin: bin(),
+                codex: &codex,
+            },
+        ),
     ];
     for (kind, server) in servers {
-        let (t, stopped) = replay::replay(&rec, &server, &root.join(format!("replay-{kind}")))
+        let (t, stopped) = replay::replay(&rec, &server, &root.join(kind))
             .unwrap_or_else(|e| panic!("{}: cannot replay: {e}", case.name));
         if let Some(s) = stopped {
-            problems.push(format!("{} on the {kind}: the replayed client stopped: {s}", case.name));
+            problems.push(format!(
+                "{} on the {kind}: the replayed client stopped: {s}",
+                case.name
+            ));
         }
         match replay::compare(&rec, &t).expect("transcripts") {
             Ok(_) => {}

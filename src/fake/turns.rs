@@ -1995,7 +1995,13 @@ impl<'a> Ctx<'a> {
             self.rollout.unkept();
             return;
         }
-        let arguments = step.get("arguments").cloned().unwrap_or(json!({}));
+        // The model sends arguments as a JSON string, which the real server parses (a recorded
+        // call's string arguments show as the object, 27_dynamic_tool through `record`).
+        let arguments = match step.get("arguments") {
+            Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!(s)),
+            Some(v) if !v.is_null() => v.clone(),
+            _ => json!({}),
+        };
         let base = json!({"type": "dynamicToolCall", "id": id, "namespace": step["namespace"],
                           "tool": tool, "arguments": arguments});
         let at = self.started(&merge(

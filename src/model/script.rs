@@ -172,7 +172,11 @@ fn strings(v: &Value) -> Vec<String> {
 /// of `text` (default 3). One definition for both servers.
 pub fn message_deltas(step: &Value) -> Vec<String> {
     if let Some(d) = step["deltas"].as_array() {
-        return d.iter().filter_map(Value::as_str).map(str::to_string).collect();
+        return d
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
     }
     let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
     split(&str_of(step, "text", ""), chunks)

@@ -99,10 +99,14 @@ impl Proc {
     }
 }
 
-/// Strings that are server-made ids (uuids, the model's item ids), with their JSON pointers.
+/// Strings that are server-made values a client passes back (uuids, the model's item ids,
+/// paging cursors), with their JSON pointers.
 fn ids(v: &Value, at: String, out: &mut Vec<(String, String)>) {
+    let cursor = at.rsplit('/').next().is_some_and(|k| k.ends_with("ursor"));
     match v {
-        Value::String(s) if crate::diff::is_uuid(s) || crate::diff::is_item_id(s) => {
+        Value::String(s)
+            if crate::diff::is_uuid(s) || crate::diff::is_item_id(s) || (cursor && s.len() > 1) =>
+        {
             out.push((s.clone(), at))
         }
         Value::Array(a) => {
@@ -112,7 +116,11 @@ fn ids(v: &Value, at: String, out: &mut Vec<(String, String)>) {
         }
         Value::Object(o) => {
             for (k, x) in o {
-                ids(x, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+                ids(
+                    x,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
             }
         }
         _ => {}
@@ -172,7 +180,10 @@ pub fn steps(
                 });
             }
             (None, Some("out")) => {
-                if let Some(m) = l.msg.and_then(|m| serde_json::from_str::<Value>(m.get()).ok()) {
+                if let Some(m) = l
+                    .msg
+                    .and_then(|m| serde_json::from_str::<Value>(m.get()).ok())
+                {
                     procs.entry(pid).or_default().server(&m, &mut origins);
                 }
             }
@@ -257,7 +268,10 @@ mod tests {
             Some("request:item/commandExecution/requestApproval#0")
         );
         assert_eq!(after.get("reply:0"), Some(&1));
-        assert!(!after.contains_key("warning"), "background messages are not waited on");
+        assert!(
+            !after.contains_key("warning"),
+            "background messages are not waited on"
+        );
         let ClientStep::Send { bind, after, .. } = &steps[3] else {
             panic!()
         };

@@ -27,11 +27,13 @@ pub const NOTES_FILE: &str = "notes.txt";
 
 /// Record a real `codex app-server` session (client traffic and model answers) for replay
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Writes DIR/transcript.jsonl, model.jsonl, sessions.jsonl, then \
+#[command(
+    after_help = "Writes DIR/transcript.jsonl, model.jsonl, sessions.jsonl, then \
 scenario.json and case.json (replay them with `codex-wire replay DIR`). Run it again with the \
 same DIR for a client that restarts codex: the recording continues. Exit: the command's own \
 (128+N when a signal N ends it), 127 when it cannot start, 2 on a usage error.\n\
-Example: codex-wire record --out rec -- codex app-server")]
+Example: codex-wire record --out rec -- codex app-server"
+)]
 pub struct Cli {
     /// The recording's directory (created; appended to when it holds a recording)
     #[arg(long, value_name = "DIR")]
@@ -109,9 +111,14 @@ pub fn provider(config: &toml::Table, args: &[String], codex_home: &Path) -> (St
         // The built-in provider: `openai_base_url`, OPENAI_BASE_URL, else by login kind.
         url("openai_base_url")
             .filter(|u| !u.is_empty())
-            .or_else(|| std::env::var("OPENAI_BASE_URL").ok().filter(|u| !u.is_empty()))
+            .or_else(|| {
+                std::env::var("OPENAI_BASE_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+            })
             .unwrap_or_else(|| {
-                let auth = std::fs::read_to_string(codex_home.join("auth.json")).unwrap_or_default();
+                let auth =
+                    std::fs::read_to_string(codex_home.join("auth.json")).unwrap_or_default();
                 let auth: Value = serde_json::from_str(&auth).unwrap_or(Value::Null);
                 if auth["tokens"].is_object() {
                     "https://chatgpt.com/backend-api/codex".into()
@@ -142,12 +149,17 @@ fn dirs_under(root: &Path, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut queue = vec![(root.to_path_buf(), 0)];
     while let Some((d, depth)) = queue.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         let mut subs: Vec<PathBuf> = rd
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .map(|e| e.path())
-            .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+            .filter(|p| {
+                !p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
             .collect();
         subs.sort();
         for s in subs {
@@ -192,13 +204,18 @@ fn run(cli: &Cli) -> Result<proxy::Exit, String> {
         .position(|a| a == "app-server")
         .ok_or("the command runs no `app-server` (record plays codex app-server over stdio)")?;
     let args = cli.command[at + 1..].to_vec();
-    if let Some(l) = args.iter().position(|a| a == "--listen" || a.starts_with("--listen=")) {
+    if let Some(l) = args
+        .iter()
+        .position(|a| a == "--listen" || a.starts_with("--listen="))
+    {
         let value = args[l]
             .strip_prefix("--listen=")
             .or(args.get(l + 1).map(String::as_str))
             .unwrap_or("");
         if value != "stdio://" && value != "stdio" {
-            return Err(format!("--listen {value}: record sees the client over stdio only"));
+            return Err(format!(
+                "--listen {value}: record sees the client over stdio only"
+            ));
         }
     }
     let config_text = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
@@ -283,7 +300,10 @@ pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
             .unwrap_or(default)
     };
     // codex's defaults for a provider that sets none (model-provider-info).
-    let (request, stream) = (budget("request_max_retries", 4), budget("stream_max_retries", 5));
+    let (request, stream) = (
+        budget("request_max_retries", 4),
+        budget("stream_max_retries", 5),
+    );
     // The recorded provider's own overrides go; the scripted provider's are given as `-c`
     // (which `codex-wire scripted` keeps, and the fake reads).
     let mut args = Vec::new();
@@ -296,7 +316,10 @@ pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
                 continue;
             }
         };
-        let key = kv.as_deref().and_then(|kv| kv.split_once('=')).map(|(k, _)| k.trim());
+        let key = kv
+            .as_deref()
+            .and_then(|kv| kv.split_once('='))
+            .map(|(k, _)| k.trim());
         let provider_key = key.is_some_and(|k| {
             k == "model_provider" || k == "openai_base_url" || k.starts_with("model_providers.")
         });
@@ -404,7 +427,7 @@ pub fn derive(dir: &Path) -> Result<String, String> {
 
 /// Records `case` the way a user records a session: the harness's client drives `codex-wire
 /// record -- codex app-server`, whose upstream is the scripted model playing the case's
-/// scenario. Under `root`: `upstream/` (the model's state), `run/` (the client's layout),
+/// scenario. Under `root`: `upstream/` (the model's state), `live/` (the client's layout),
 /// `recording/` (what record wrote). The recording's directory, and how the client's part
 /// stopped if it did.
 pub fn record_case(
@@ -428,8 +451,20 @@ pub fn record_case(
         out: &out,
         upstream: &url,
     };
-    let (_, stopped) = crate::harness::run_outcome(case, &server, &root.join("run"))?;
+    // `live` as long as the replays' `fake` and `real`: the real server's token estimate of a
+    // compacted history counts the cwd's characters.
+    let (_, stopped) = crate::harness::run_outcome(case, &server, &root.join("live"))?;
     drop(model);
+    // Files the case creates outside its root are removed before each replay too.
+    if !case.cleanup.is_empty() {
+        let path = out.join(CASE_FILE);
+        let mut v: Value = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .ok_or_else(|| format!("{}: not written", path.display()))?;
+        v["cleanup"] = json!(case.cleanup);
+        std::fs::write(&path, pretty(&v)).map_err(|e| e.to_string())?;
+    }
     Ok((out, stopped))
 }
 
@@ -444,11 +479,19 @@ mod tests {
 
     #[test]
     fn overrides_are_read_as_toml() {
-        let args: Vec<String> = ["-c", "model_provider=\"x\"", "--config=a.b=3", "-cbare=word"]
-            .map(String::from)
-            .to_vec();
+        let args: Vec<String> = [
+            "-c",
+            "model_provider=\"x\"",
+            "--config=a.b=3",
+            "-cbare=word",
+        ]
+        .map(String::from)
+        .to_vec();
         let o = cli_overrides(&args);
-        assert_eq!(o[0], ("model_provider".into(), toml::Value::String("x".into())));
+        assert_eq!(
+            o[0],
+            ("model_provider".into(), toml::Value::String("x".into()))
+        );
         assert_eq!(o[1], ("a.b".into(), toml::Value::Integer(3)));
         assert_eq!(o[2], ("bare".into(), toml::Value::String("word".into())));
     }
@@ -467,7 +510,10 @@ mod tests {
         let args = vec!["-c".to_string(), "model_provider=\"openai\"".to_string()];
         assert_eq!(provider(&config, &args, none).0, "openai");
         let s = Session {
-            args: vec!["-c".into(), "model_providers.corp.request_max_retries=1".into()],
+            args: vec![
+                "-c".into(),
+                "model_providers.corp.request_max_retries=1".into(),
+            ],
             codex_home: "/nonexistent".into(),
             config_toml: "model_provider = \"corp\"\n[model_providers.corp]\n\
                 base_url = \"https://llm.corp/v1\"\nstream_max_retries = 2\n"

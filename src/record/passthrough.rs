@@ -210,7 +210,12 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
     let headers: Vec<(String, String)> = req
         .headers()
         .iter()
-        .map(|h| (h.field.as_str().as_str().to_string(), h.value.as_str().to_string()))
+        .map(|h| {
+            (
+                h.field.as_str().as_str().to_string(),
+                h.value.as_str().to_string(),
+            )
+        })
         .collect();
     let mut ex = Exchange {
         n,
@@ -241,14 +246,17 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         Err(_) => Value::String(redactor.text(&String::from_utf8_lossy(&body)).into_owned()),
     };
     if !read || body.len() as u64 > MAX_BODY {
-        let _ = req.respond(tiny_http::Response::from_string("body too large").with_status_code(413));
+        let _ =
+            req.respond(tiny_http::Response::from_string("body too large").with_status_code(413));
         return;
     }
     let (origin, _) = split_url(&sh.upstream);
     // codex's path under its base URL is the same path under the upstream's (the base URL's
     // path was kept when codex was pointed here).
     let target = format!("{origin}{url}");
-    let mut up = http::Request::builder().method(method.as_str()).uri(&target);
+    let mut up = http::Request::builder()
+        .method(method.as_str())
+        .uri(&target);
     for (k, v) in &headers {
         if !HOP.contains(&k.to_ascii_lowercase().as_str()) {
             up = up.header(k, v);
@@ -261,7 +269,10 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
     let resp = match answer {
         Ok(r) => r,
         Err(e) => {
-            let text = format!("codex-wire record: the upstream {} cannot be reached: {e}", sh.upstream);
+            let text = format!(
+                "codex-wire record: the upstream {} cannot be reached: {e}",
+                sh.upstream
+            );
             ex.status = 502;
             ex.text = Some(redactor.text(&text).into_owned());
             ex.t_end = now();
@@ -276,7 +287,12 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
     let rheaders: Vec<(String, String)> = parts
         .headers
         .iter()
-        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     ex.response_headers = kept(&rheaders, &redactor);
     let sse = rheaders
@@ -291,7 +307,10 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         }
     }
     head.push_str("transfer-encoding: chunked\r\n\r\n");
-    let mut codex_here = w.write_all(head.as_bytes()).and_then(|()| w.flush()).is_ok();
+    let mut codex_here = w
+        .write_all(head.as_bytes())
+        .and_then(|()| w.flush())
+        .is_ok();
     let mut reader = rbody.into_reader();
     let mut buf = vec![0u8; 16 * 1024];
     let mut all = Vec::new();
@@ -424,7 +443,11 @@ pub fn load(dir: &Path) -> Result<Vec<Exchange>, String> {
         Err(e) => return Err(format!("{}: {e}", p.display())),
     };
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         out.push(
             serde_json::from_str::<Exchange>(line)
                 .map_err(|e| format!("{}:{}: {e}", p.display(), i + 1))?,
@@ -455,6 +478,9 @@ mod tests {
             split_url("https://chatgpt.com/backend-api/codex"),
             ("https://chatgpt.com".into(), "/backend-api/codex".into())
         );
-        assert_eq!(split_url("http://h:1"), ("http://h:1".into(), String::new()));
+        assert_eq!(
+            split_url("http://h:1"),
+            ("http://h:1".into(), String::new())
+        );
     }
 }

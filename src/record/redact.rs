@@ -23,12 +23,44 @@ const SECRET_HEADERS: &[&str] = &[
     "openai-project",
 ];
 
-/// A name (environment variable, TOML key, JSON member) that holds a credential.
+/// JSON members that hold a credential (compared without case, `_` or `-`): the protocol's
+/// login params and results (`apiKey`, `accessToken`, …). Exact names only: a message's own
+/// data has members such as `sortKey` or `userAuthorization` that are no secret.
+const SECRET_MEMBERS: &[&str] = &[
+    "apikey",
+    "accesstoken",
+    "idtoken",
+    "refreshtoken",
+    "sessiontoken",
+    "authtoken",
+    "bearertoken",
+    "token",
+    "authorization",
+    "password",
+    "secret",
+    "clientsecret",
+    "chatgptaccountid",
+];
+
+fn secret_member(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace(['-', '_'], "");
+    SECRET_MEMBERS.contains(&n.as_str())
+}
+
+/// A name of an environment variable or a `config.toml` key that holds a credential.
 fn secret_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase().replace(['-', '_'], "");
-    ["key", "token", "secret", "password", "authorization", "credential", "cookie"]
-        .iter()
-        .any(|w| n.ends_with(w))
+    [
+        "key",
+        "token",
+        "secret",
+        "password",
+        "authorization",
+        "credential",
+        "cookie",
+    ]
+    .iter()
+    .any(|w| n.ends_with(w))
         || ["keys", "secrets", "passwords", "credentials", "cookies"]
             .iter()
             .any(|w| n.ends_with(w))
@@ -117,7 +149,7 @@ impl Redactor {
             Value::Object(o) => {
                 let mut changed = false;
                 for (k, x) in o.iter_mut() {
-                    if secret_name(k) && x.as_str().is_some_and(|s| !s.is_empty() && s != MASK) {
+                    if secret_member(k) && x.as_str().is_some_and(|s| !s.is_empty() && s != MASK) {
                         *x = Value::String(MASK.into());
                         changed = true;
                     } else {
@@ -209,7 +241,14 @@ mod tests {
         ] {
             assert!(secret_name(n), "{n}");
         }
-        for n in ["threadId", "cwd", "model", "keyboard", "tokenUsage", "input_tokens"] {
+        for n in [
+            "threadId",
+            "cwd",
+            "model",
+            "keyboard",
+            "tokenUsage",
+            "input_tokens",
+        ] {
             assert!(!secret_name(n), "{n}");
         }
     }
@@ -231,9 +270,20 @@ mod tests {
         );
         assert_eq!(v["params"]["type"], "apiKey");
         let line = br#"{"id":1,"result":{}}"#;
-        assert!(matches!(r.line(line), Cow::Borrowed(_)), "untouched lines keep their bytes");
+        assert!(
+            matches!(r.line(line), Cow::Borrowed(_)),
+            "untouched lines keep their bytes"
+        );
         assert!(!Redactor::keeps_header("Authorization"));
         assert!(!Redactor::keeps_header("ChatGPT-Account-ID"));
         assert!(Redactor::keeps_header("x-request-id"));
+        let mut data = serde_json::json!({"sortKey": "created_at", "userAuthorization": "high",
+                                          "key": "answer", "accessToken": "abc"});
+        r.json(&mut data);
+        assert_eq!(
+            data,
+            serde_json::json!({"sortKey": "created_at", "userAuthorization": "high",
+                               "key": "answer", "accessToken": MASK})
+        );
     }
 }

@@ -26,7 +26,13 @@ pub struct Translation {
 }
 
 fn is_responses(ex: &Exchange) -> bool {
-    ex.method == "POST" && ex.path.split('?').next().unwrap_or("").ends_with("/responses")
+    ex.method == "POST"
+        && ex
+            .path
+            .split('?')
+            .next()
+            .unwrap_or("")
+            .ends_with("/responses")
 }
 
 fn header<'a>(ex: &'a Exchange, name: &str) -> Option<&'a str> {
@@ -104,6 +110,24 @@ pub fn translate(exchanges: &[Exchange]) -> Translation {
             t.push(steps);
         }
     }
+    // Past the script the model gives its default answer: a turn's trailing default answers,
+    // and trailing turns of nothing else, need no script (a steered or restarted turn's
+    // follow-up is one).
+    let default = script::responses(&script::default_turn()).remove(0);
+    let is_default = |r: &Vec<Value>| {
+        same_events(
+            &render(0, &default),
+            &render(0, r).iter().collect::<Vec<_>>(),
+        )
+    };
+    for t in turns.iter_mut() {
+        while t.len() > 1 && t.last().is_some_and(is_default) {
+            t.pop();
+        }
+    }
+    while turns.last().is_some_and(|t| t.iter().all(is_default)) {
+        turns.pop();
+    }
     let mut out_turns = Vec::new();
     for (k, responses) in turns.into_iter().enumerate() {
         let flat: Vec<Value> = responses.iter().flatten().cloned().collect();
@@ -163,7 +187,11 @@ pub fn response_steps(ex: &Exchange, n: u64) -> (Vec<Value>, bool) {
     }
     // Raw: every event after the model's own `response.created`, then the stream ends where
     // the recording's did (its `response.completed`, if any, is among the raw events).
-    let skip = usize::from(events.first().is_some_and(|e| e["type"] == "response.created"));
+    let skip = usize::from(
+        events
+            .first()
+            .is_some_and(|e| e["type"] == "response.created"),
+    );
     let mut steps: Vec<Value> = ex.events[skip..]
         .iter()
         .map(|e| json!({"kind": "raw", "event": e.data}))
@@ -231,7 +259,11 @@ fn with_pauses(ex: &Exchange, steps: Vec<Value>, by_step: bool) -> Vec<Value> {
             at += events_of(s);
         }
     } else {
-        let skip = usize::from(ex.events.first().is_some_and(|e| e.data["type"] == "response.created"));
+        let skip = usize::from(
+            ex.events
+                .first()
+                .is_some_and(|e| e.data["type"] == "response.created"),
+        );
         starts.extend((0..steps.len()).map(|i| i + skip));
     }
     let mut out = Vec::with_capacity(steps.len());
@@ -462,8 +494,10 @@ fn item_step(item: &Value, deltas: &[&Value]) -> Option<Value> {
                 let ev = render(0, std::slice::from_ref(s));
                 ev.iter()
                     .find(|e| e["type"] == "response.output_item.done")
-                    .is_some_and(|d| d["item"]["arguments"] == item["arguments"]
-                        && d["item"]["name"] == item["name"])
+                    .is_some_and(|d| {
+                        d["item"]["arguments"] == item["arguments"]
+                            && d["item"]["name"] == item["name"]
+                    })
             };
             Some(specific.filter(renders).unwrap_or(generic))
         }
@@ -520,14 +554,20 @@ mod tests {
             vec![json!({"kind": "goal", "status": "complete"})],
             vec![json!({"kind": "fail", "code": "rate_limit_exceeded", "message": "slow"})],
             vec![json!({"kind": "message_partial", "text": "half"})],
-            vec![json!({"kind": "message", "text": "a"}), json!({"kind": "error_note"})],
+            vec![
+                json!({"kind": "message", "text": "a"}),
+                json!({"kind": "error_note"}),
+            ],
         ];
         for steps in cases {
             let ex = exchange_of(3, &steps);
             let (got, raw) = response_steps(&ex, 7);
             assert!(!raw, "{steps:?} came back raw: {got:?}");
             let events: Vec<&Value> = ex.events.iter().map(|e| &e.data).collect();
-            assert!(same_events(&render(7, &got), &events), "{steps:?} → {got:?}");
+            assert!(
+                same_events(&render(7, &got), &events),
+                "{steps:?} → {got:?}"
+            );
         }
     }
 
@@ -556,14 +596,19 @@ mod tests {
         };
         assert_eq!(
             response_steps(&err, 0).0,
-            vec![json!({"kind": "http_error", "status": 429, "body": "slow down",
-                        "headers": {"retry-after": "1"}})]
+            vec![
+                json!({"kind": "http_error", "status": 429, "body": "slow down",
+                        "headers": {"retry-after": "1"}})
+            ]
         );
     }
 
     #[test]
     fn deltas_of_another_split_are_kept_and_pauses_become_sleeps() {
-        let mut ex = exchange_of(0, &[json!({"kind": "message", "text": "abcdef", "chunks": 3})]);
+        let mut ex = exchange_of(
+            0,
+            &[json!({"kind": "message", "text": "abcdef", "chunks": 3})],
+        );
         for e in &mut ex.events {
             if e.data["type"] == "response.output_text.delta" {
                 e.data["delta"] = json!("");

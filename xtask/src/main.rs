@@ -19,6 +19,8 @@
 //!   and the fake; `--record` keeps the real transcripts in `tests/corpus/V/turns/`.
 //! - `fidelity [--seed S] [--sessions N] [--version V] [--keep] …`: generated client sessions
 //!   run against the real server (scripted model) and the fake, differences classed and shrunk.
+//! - `record [--version V] [NAME…]`: each turn case recorded with `codex-wire record` (the
+//!   scripted model as the upstream), replayed on the fake and the real binary, compared.
 //! - `schema [--version V | --codex PATH] [--check]`: add or regenerate (or verify) `schema/V/`
 //!   from the real binary: the JSON schema bundle, `facts/ts.json`, `facts/probed.json`,
 //!   PROVENANCE.md. `schema --diff A B`: the protocol changelog between two versions.
@@ -33,6 +35,7 @@ mod gen;
 mod npm;
 mod oracle;
 mod probe;
+mod record;
 mod schema_cmd;
 mod server;
 mod sessions;
@@ -55,6 +58,7 @@ const USAGE: &str =
   add-version V [--from S] a new codex release: schema, corpora, turn facts, tables (one command)
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
   fidelity [--seed S] [--sessions N] [--version V] [--keep]  generated sessions: real vs fake
+  record [--version V] [NAME..]  codex-wire record over the turn corpus, replayed on both servers
   test [cargo test args]   install every supported codex, run all tests and the live differentials";
 
 fn main() {
@@ -73,6 +77,7 @@ fn main() {
         Some("npm") => npm::main(rest),
         Some("add-version") => add_version::main(rest),
         Some("fidelity") => fidelity::main(rest),
+        Some("record") => record::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())
