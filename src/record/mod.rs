@@ -197,7 +197,8 @@ fn run(cli: &Cli) -> Result<proxy::Exit, String> {
         .map(PathBuf::from)
         .or_else(|| home.as_ref().map(|h| h.join(".codex")))
         .ok_or("neither CODEX_HOME nor HOME is set")?;
-    let redactor = Redactor::new(&cli.redact, &codex_home)?;
+    let mut redactor = Redactor::new(&cli.redact, &codex_home)?;
+    redactor.learn_overrides(&cli.command);
     let at = cli
         .command
         .iter()

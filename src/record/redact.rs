@@ -110,6 +110,31 @@ impl Redactor {
         Ok(Redactor { literals, patterns })
     }
 
+    /// Secrets a command line gives as `-c` overrides: credential-named keys and header values.
+    pub fn learn_overrides(&mut self, args: &[String]) {
+        for (k, v) in crate::record::cli_overrides(args) {
+            let last = k.rsplit('.').next().unwrap_or(&k);
+            if secret_name(last) || k.contains("headers") {
+                match &v {
+                    toml::Value::String(s) => self.learn(s),
+                    toml::Value::Table(_) => {
+                        let mut found = Vec::new();
+                        toml_secrets(
+                            &toml::Value::Table(toml::Table::from_iter([(
+                                "headers".to_string(),
+                                v.clone(),
+                            )])),
+                            false,
+                            &mut found,
+                        );
+                        found.iter().for_each(|s| self.learn(s));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
     /// A secret value found elsewhere (a header the request carried).
     pub fn learn(&mut self, secret: &str) {
         if secret.len() >= 8 && !self.literals.iter().any(|l| l == secret) {
