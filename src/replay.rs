@@ -320,7 +320,8 @@ pub struct Cli {
     /// Replay on this real codex binary (behind `codex-wire scripted`) instead of the fake
     #[arg(long, value_name = "CODEX")]
     pub real: Option<std::path::PathBuf>,
-    /// Where the replay runs [default: DIR/replay-fake or DIR/replay-real]
+    /// Where the replay runs (made anew) [default: a fresh directory under the temp dir: a
+    /// replay inside a git repository would show the repository's state]
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
     /// The codex version the fake answers as [default: the recorded one]
@@ -378,7 +379,17 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
         .and_then(|c| c.recorded?.version);
     let version = cli.codex_version.clone().or(recorded_version);
     let version = version.filter(|v| crate::versions().iter().any(|p| p.version == v));
-    let (server, kind) = match &cli.real {
+    // The servers run in the replay's work dir: every path they are given is absolute.
+    let absolute = |p: &std::path::Path| match std::env::current_dir() {
+        Ok(cwd) if p.is_relative() => cwd.join(p),
+        _ => p.to_path_buf(),
+    };
+    let real = cli.real.as_deref().map(absolute);
+    if let Some(r) = real.as_ref().filter(|r| !r.is_file()) {
+        eprintln!("{NAME}: --real {}: no such file", r.display());
+        return ExitCode::from(2);
+    }
+    let (server, kind) = match &real {
         Some(codex) => (Server::Real { bin: &bin, codex }, "real"),
         None => (
             Server::Fake {
@@ -388,11 +399,16 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
             "fake",
         ),
     };
-    let out = cli
-        .out
-        .clone()
-        .unwrap_or_else(|| cli.dir.join(format!("replay-{kind}")));
-    let (transcript, stopped) = match replay(&cli.dir, &server, &out) {
+    let out = cli.out.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("codex-wire-replay-{kind}-{}", std::process::id()))
+    });
+    let (dir, out) = (absolute(&cli.dir), absolute(&out));
+    println!(
+        "replaying {} on the {kind} in {}",
+        dir.display(),
+        out.display()
+    );
+    let (transcript, stopped) = match replay(&dir, &server, &out) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{NAME}: {e}");
@@ -402,7 +418,7 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
     if let Some(why) = &stopped {
         println!("the recorded client stopped: {why}");
     }
-    match compare(&cli.dir, &transcript) {
+    match compare(&dir, &transcript) {
         Err(e) => {
             eprintln!("{NAME}: {e}");
             ExitCode::from(2)

@@ -141,11 +141,7 @@ fn http_errors_recorded_as_steps_and_replayed() {
             .flat_map(|t| t["steps"].as_array().unwrap().clone())
             .map(|s| s["kind"].as_str().unwrap_or_default().to_string())
             .collect();
-        assert_eq!(
-            kinds,
-            ["http_error", "message", "http_error"],
-            "{scenario}"
-        );
+        assert_eq!(kinds, ["http_error", "message", "http_error"], "{scenario}");
         assert!(
             scenario.contains("req-1"),
             "the provider's headers are kept: {scenario}"
@@ -249,7 +245,6 @@ fn no_secret_reaches_a_recording() {
         "input": [{"type": "text", "text": "say planted-word-77aa01"}]}}),
     );
     until(&|v| v["method"] == "turn/completed");
-    drop(send);
     drop(stdin);
     assert!(child.wait().unwrap().success());
     drop(model);
@@ -279,5 +274,45 @@ fn no_secret_reaches_a_recording() {
         transcript.contains("[REDACTED]"),
         "the login's apiKey is masked, not dropped"
     );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The README's replay commands on the recording the repository ships (`examples/recording`:
+/// an approved command, then a message): same conversation on the fake and on the real binary.
+#[test]
+fn the_shipped_recording_replays_from_the_command_line() {
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/recording");
+    let root = work("cli");
+    let codex = real();
+    for (kind, extra) in [
+        ("fake", vec![]),
+        ("real", vec!["--real".into(), codex.clone()]),
+    ] {
+        let out = std::process::Command::new(bin())
+            .arg("replay")
+            .arg(&rec)
+            .arg("--out")
+            .arg(root.join(kind))
+            .args(&extra)
+            .output()
+            .expect("codex-wire replay runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "replay on the {kind}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.starts_with("same conversation as the recording"),
+            "{text}"
+        );
+    }
+    // A recording that is not one is a usage error, not a panic.
+    let out = std::process::Command::new(bin())
+        .args(["replay", "/nonexistent-recording"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-recording/case.json"));
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -117,6 +117,14 @@ class FakeCodex:
         self.set_scenario(turns=check_turns(turns))
         return self
 
+    def load_recording(self, path: str | Path) -> "FakeCodex":
+        """Plays the model's answers of a recording (``codex-wire record --out DIR``):
+        ``DIR/scenario.json``, as written by the recorder (a recording's model-only steps, such
+        as raw events, play in real mode only). Your client then drives the session."""
+        scenario = json.loads((Path(path) / "scenario.json").read_text(encoding="utf-8"))
+        (self.state_dir / "scenario.json").write_text(json.dumps(scenario), encoding="utf-8")
+        return self
+
     def set_scenario(self, **changes: Any) -> None:
         path = self.state_dir / "scenario.json"
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -54,3 +54,45 @@ def test_allowed_paths_do_not_fail_the_test(codex_fake):
     assert codex_fake.ignored_fields() == [("thread/start", "$.params.temperature")]
     assert codex_fake.wire_problems(allow=["$.params.temperature"]) == []
     assert codex_fake.wire_problems() == ["ignored by the real server: $.params.temperature (in thread/start)"]
+
+
+
+def test_a_recording_plays_as_recorded(codex_fake):
+    """`codex-wire record`'s shipped example (an approved command, then a message), played to a
+    client that answers the approval."""
+    from pathlib import Path
+    rec = Path(__file__).resolve().parents[2] / "examples" / "recording"
+    codex_fake.load_recording(rec)
+    proc = subprocess.Popen([str(codex_fake.bin), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+
+    def send_line(msg: dict) -> None:
+        proc.stdin.write(json.dumps(msg) + "\n")
+        proc.stdin.flush()
+
+    def until(pred) -> dict:
+        for line in proc.stdout:
+            msg = json.loads(line)
+            if pred(msg):
+                return msg
+        raise AssertionError("the server ended early")
+
+    try:
+        send_line(INIT)
+        until(lambda m: m.get("id") == 0)
+        send_line({"method": "initialized"})
+        send_line({"id": 1, "method": "thread/start", "params": {}})
+        thread = until(lambda m: m.get("id") == 1)["result"]["thread"]["id"]
+        send_line({"id": 2, "method": "turn/start",
+                   "params": {"threadId": thread, "input": [{"type": "text", "text": "hi"}]}})
+        ask = until(lambda m: m.get("method") == "item/commandExecution/requestApproval")
+        assert ask["params"]["reason"] == "need to echo"
+        send_line({"id": ask["id"], "result": {"decision": "accept"}})
+        done = until(lambda m: m.get("method") == "turn/completed")
+        assert done["params"]["turn"]["status"] == "completed"
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    texts = [m["params"]["item"].get("text") for m in codex_fake.sent("item/completed")
+             if m["params"]["item"]["type"] == "agentMessage"]
+    assert texts == ["Ran it."]
