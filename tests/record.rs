@@ -303,7 +303,7 @@ fn the_shipped_recording_replays_from_the_command_line() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            text.starts_with("same conversation as the recording"),
+            text.contains("\nsame conversation as the recording"),
             "{text}"
         );
     }
