@@ -316,3 +316,44 @@ fn the_shipped_recording_replays_from_the_command_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-recording/case.json"));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `record --derive` reads a recording back again: on the shipped recording it writes exactly
+/// the shipped `scenario.json` and `case.json` (so they are what this build derives).
+#[test]
+fn derive_reads_the_shipped_recording_back_the_same() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/recording");
+    let copy = work("derive");
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(&copy).unwrap();
+    for f in ["transcript.jsonl", "model.jsonl", "sessions.jsonl"] {
+        std::fs::copy(shipped.join(f), copy.join(f)).unwrap();
+    }
+    let out = std::process::Command::new(bin())
+        .args(["record", "--derive", "--out"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("2 model answers as steps"), "{said}");
+    for f in ["scenario.json", "notes.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(copy.join(f)).unwrap(),
+            std::fs::read_to_string(shipped.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // The case names its directory; the rest is the same.
+    let case = |p: &Path| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p.join("case.json")).unwrap()).unwrap();
+        v["name"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(case(&copy), case(&shipped));
+    let _ = std::fs::remove_dir_all(&copy);
+}

@@ -50,8 +50,16 @@ pub struct Cli {
     /// Ignored field paths not to flag (repeatable)
     #[arg(long = "allow-ignored", value_name = "GLOB")]
     pub allow_ignored: Vec<String>,
+    /// Only read DIR's recording back again (scenario.json, case.json, notes.txt), e.g. after a
+    /// recording process was killed, or with a newer codex-wire; no command runs
+    #[arg(long)]
+    pub derive: bool,
     /// The codex command, after `--` (e.g. `codex app-server`)
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        required_unless_present = "derive",
+        value_name = "COMMAND"
+    )]
     pub command: Vec<String>,
 }
 
@@ -179,6 +187,18 @@ fn dirs_under(root: &Path, limit: usize) -> Vec<String> {
 }
 
 pub fn main(cli: Cli) -> ExitCode {
+    if cli.derive {
+        return match derive(&cli.out) {
+            Ok(summary) => {
+                eprintln!("{NAME}: {summary}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{NAME}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run(&cli) {
         Ok(exit) => exit.exit_code(),
         Err(e) => {
