@@ -189,17 +189,22 @@ pub struct Layout {
 
 impl Layout {
     pub fn new(root: &Path) -> std::io::Result<Layout> {
-        let l = Layout {
+        let l = Layout::at(root);
+        for d in [&l.state, &l.codex_home, &l.home, &l.work] {
+            std::fs::create_dir_all(d)?;
+        }
+        Ok(l)
+    }
+
+    /// The layout under `root`, as [`Layout::new`] makes it, without touching the disk.
+    pub fn at(root: &Path) -> Layout {
+        Layout {
             root: root.to_path_buf(),
             state: root.join("state"),
             codex_home: root.join("codex_home"),
             home: root.join("home"),
             work: root.join("work"),
-        };
-        for d in [&l.state, &l.codex_home, &l.home, &l.work] {
-            std::fs::create_dir_all(d)?;
         }
-        Ok(l)
     }
 
     pub fn transcript(&self) -> PathBuf {

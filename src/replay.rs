@@ -348,18 +348,29 @@ pub fn replay(
     crate::harness::run_outcome(&case, server, out)
 }
 
-/// The recording's transcript compared with a replay's, masked as `codex-wire diff` does.
+/// The recording's transcript compared with the transcript of a replay run under `out`, masked
+/// as `codex-wire diff` does, the recording's paths first made the run's (its cwd, `CODEX_HOME`
+/// and `HOME` need not be temp dirs, nor named as the run's).
 pub fn compare(
     dir: &std::path::Path,
     replayed: &std::path::Path,
+    out: &std::path::Path,
 ) -> Result<Result<usize, crate::diff::Mismatch>, String> {
-    let read = |p: &std::path::Path| {
-        std::fs::read_to_string(p)
-            .map_err(|e| format!("{}: {e}", p.display()))
-            .and_then(|t| crate::diff::masked(&t).map_err(|e| format!("{}: {e}", p.display())))
+    let text = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
     };
-    let a = read(&dir.join(crate::record::TRANSCRIPT_FILE))?;
-    let b = read(replayed)?;
+    let case_path = dir.join(crate::record::CASE_FILE);
+    let case: Case = serde_json::from_str(&text(&case_path)?)
+        .map_err(|e| format!("{}: {e}", case_path.display()))?;
+    let mut recorded = text(&dir.join(crate::record::TRANSCRIPT_FILE))?;
+    if let Some(rec) = &case.recorded {
+        recorded = relocate(&recorded, rec, &Layout::at(out));
+    }
+    let mask = |t: &str, p: &std::path::Path| {
+        crate::diff::masked(t).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let a = mask(&recorded, &dir.join(crate::record::TRANSCRIPT_FILE))?;
+    let b = mask(&text(replayed)?, replayed)?;
     Ok(crate::diff::compare(&a, &b).map(|()| a.len()))
 }
 
@@ -418,7 +429,7 @@ pub fn main(cli: Cli) -> std::process::ExitCode {
     if let Some(why) = &stopped {
         println!("the recorded client stopped: {why}");
     }
-    match compare(&dir, &transcript) {
+    match compare(&dir, &transcript, &out) {
         Err(e) => {
             eprintln!("{NAME}: {e}");
             ExitCode::from(2)

@@ -77,7 +77,7 @@ fn round_trip_keep(case: &Case, look: impl Fn(&Path)) -> Vec<String> {
                 case.name
             ));
         }
-        match replay::compare(&rec, &t).expect("transcripts") {
+        match replay::compare(&rec, &t, &root.join(kind)).expect("transcripts") {
             Ok(_) => {}
             Err(m) => problems.push(format!(
                 "{} on the {kind}: message {} differs: {}\n  recording {:?}\n  replay    {:?}",

@@ -307,14 +307,14 @@ fn append(path: &Path, line: &str) -> Result<(), String> {
 }
 
 /// A session's `config.toml` and arguments for the replay's servers: the recorded provider
-/// becomes the scripted one (either server's), with the recorded retry budgets.
+/// becomes the scripted one (either server's), with the recorded retry budgets. The recorded
+/// provider overrides go (a `-c` base URL would name the recording's own, gone, endpoint), and
+/// the scripted provider's are given as `-c` (which `codex-wire scripted` keeps, and the fake
+/// reads; its base URL is `scripted`'s to give).
 pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
     let config: toml::Table = s.config_toml.parse().unwrap_or_default();
     let home = Path::new(&s.codex_home);
     let (id, _) = provider(&config, &s.args, home);
-    if id == crate::model::PROVIDER {
-        return (s.config_toml.clone(), s.args.clone());
-    }
     let budget = |key: &str, default: i64| {
         setting(&config, &s.args, &format!("model_providers.{id}.{key}"))
             .and_then(|v| v.as_integer())
@@ -325,17 +325,21 @@ pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
         budget("request_max_retries", 4),
         budget("stream_max_retries", 5),
     );
-    // The recorded provider's own overrides go; the scripted provider's are given as `-c`
-    // (which `codex-wire scripted` keeps, and the fake reads).
     let mut args = Vec::new();
     let mut it = s.args.iter();
     while let Some(a) = it.next() {
         let kv = match a.as_str() {
             "-c" | "--config" => it.next().cloned(),
-            _ => {
-                args.push(a.clone());
-                continue;
-            }
+            _ => match a
+                .strip_prefix("--config=")
+                .or_else(|| a.strip_prefix("-c").filter(|v| !v.is_empty()))
+            {
+                Some(kv) => Some(kv.to_string()),
+                None => {
+                    args.push(a.clone());
+                    continue;
+                }
+            },
         };
         let key = kv
             .as_deref()
@@ -345,7 +349,7 @@ pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
             k == "model_provider" || k == "openai_base_url" || k.starts_with("model_providers.")
         });
         if !provider_key {
-            args.push(a.clone());
+            args.push("-c".into());
             args.extend(kv);
         }
     }
@@ -353,7 +357,6 @@ pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
     for kv in [
         format!("model_provider={p:?}"),
         format!("model_providers.{p}.name={p:?}"),
-        format!("model_providers.{p}.base_url=\"http://127.0.0.1:9/v1\""),
         format!("model_providers.{p}.wire_api=\"responses\""),
         format!("model_providers.{p}.request_max_retries={request}"),
         format!("model_providers.{p}.stream_max_retries={stream}"),

@@ -79,11 +79,13 @@ pub fn main(args: &[String]) -> Result<(), String> {
         ] {
             let once = |dir: &str| -> Result<String, String> {
                 let (t, stopped) = replay::replay(&rec, &server, &root.join(dir))?;
-                Ok(match (&stopped, replay::compare(&rec, &t)?) {
-                    (None, Ok(_)) => "identical".to_string(),
-                    (Some(s), _) => format!("client stopped: {s}"),
-                    (None, Err(m)) => format!("message {} differs: {}", m.index, m.why),
-                })
+                Ok(
+                    match (&stopped, replay::compare(&rec, &t, &root.join(dir))?) {
+                        (None, Ok(_)) => "identical".to_string(),
+                        (Some(s), _) => format!("client stopped: {s}"),
+                        (None, Err(m)) => format!("message {} differs: {}", m.index, m.why),
+                    },
+                )
             };
             let mut verdict = once(kind)?;
             // The real server against its own recording: a difference gone on a second replay
