@@ -41,6 +41,8 @@ export class CodexFake {
   /** The codex version the server answers as (runs `--version`). */
   readonly version: string;
   script(...turns: Array<Turn | { steps: Step[] }>): this;
+  /** Plays the model's answers of a recording (`codex-wire record --out DIR`): DIR/scenario.json. */
+  loadRecording(dir: string): this;
   setScenario(changes: Record<string, unknown>): void;
   entries(): TranscriptEntry[];
   requestEntries(method?: string): TranscriptEntry[];

@@ -146,6 +146,16 @@ class CodexFake {
     return this;
   }
 
+  /**
+   * Plays the model's answers of a recording (`codex-wire record --out DIR`): `DIR/scenario.json`
+   * as the recorder wrote it (its model-only steps, such as raw events, play in real mode only).
+   */
+  loadRecording(dir) {
+    const scenario = JSON.parse(fs.readFileSync(path.join(dir, "scenario.json"), "utf8"));
+    fs.writeFileSync(path.join(this.stateDir, "scenario.json"), JSON.stringify(scenario));
+    return this;
+  }
+
   /** Changes top-level keys of scenario.json (read by the next server process and turn). */
   setScenario(changes) {
     const file = path.join(this.stateDir, "scenario.json");

@@ -68,3 +68,15 @@ test("real mode: the same turn on the real codex behind the scripted model", asy
   assert.deepStrictEqual(apart(b.notifications), apart(a.notifications));
   assert.deepStrictEqual(onReal.ignoredFields(), fake.ignoredFields());
 });
+
+test("loadRecording plays a recording's model answers, its own deltas included", async (t) => {
+  const rec = fs.mkdtempSync(require("node:path").join(require("node:os").tmpdir(), "codex-wire-rec-"));
+  // What `codex-wire record` writes for an upstream that split the text its own way.
+  fs.writeFileSync(require("node:path").join(rec, "scenario.json"), JSON.stringify({
+    turns: [{ steps: [{ kind: "message", text: "Recorded answer.", deltas: ["Recor", "ded answer."] }] }],
+  }));
+  const fake = (await createCodexFake()).loadRecording(rec);
+  t.after(() => { fake.cleanup(); fs.rmSync(rec, { recursive: true, force: true }); });
+  assert.strictEqual((await oneTurn(fake.bin)).answer, "Recorded answer.");
+  assert.deepStrictEqual(fake.sent("item/agentMessage/delta").map((m) => m.params.delta), ["Recor", "ded answer."]);
+});
