@@ -112,6 +112,9 @@ pub fn background(key: &str) -> bool {
         || crate::diff::USAGE_REPORTS.contains(&key)
 }
 
+/// How long a server may stay silent before a wait that may go unmet gives up.
+const QUIET: Duration = Duration::from_secs(10);
+
 /// What the replay's servers have sent: counts in the current process, messages of every
 /// process (a client takes a thread id from one process to resume it in the next).
 #[derive(Default)]
@@ -153,7 +156,11 @@ impl Seen {
     ) -> Result<(), String> {
         let deadline = Instant::now() + limit;
         while !self.has(need) {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let mut left = deadline.saturating_duration_since(Instant::now());
+            if !strict {
+                // A wait that may go unmet ends once the server has been quiet a while.
+                left = left.min(QUIET);
+            }
             match p.rx.recv_timeout(left) {
                 Ok(m) => self.take(m),
                 Err(_) if strict => {
@@ -280,7 +287,10 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
                 }
                 ClientStep::Close { after, settle } => {
                     let mut p = peer.take().ok_or("a close before any server started")?;
-                    seen.wait(&mut p, after, limit, true)?;
+                    // Not required: nothing the client sent depends on them, and a message the
+                    // recording has and the replay lacks (a race of the real server's, such as a
+                    // repeated status change) is the comparison's to report.
+                    seen.wait(&mut p, after, limit, false)?;
                     seen.wait(&mut p, settle, Duration::from_secs(2), false)?;
                     p.close();
                 }
@@ -291,7 +301,7 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
                 }
                 ClientStep::Wait { after } => {
                     let mut p = peer.take().ok_or("no server to wait for")?;
-                    seen.wait(&mut p, after, limit, true)?;
+                    seen.wait(&mut p, after, limit, false)?;
                     p.close();
                 }
             }
