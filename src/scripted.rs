@@ -62,20 +62,10 @@ pub fn config_sets_stream_retries(toml: &str) -> bool {
 
 /// The keys the command's own `-c key=value` / `--config key=value` set.
 fn override_keys(command: &[String]) -> Vec<String> {
-    let mut keys = Vec::new();
-    let mut args = command.iter();
-    while let Some(a) = args.next() {
-        let kv = match a.as_str() {
-            "-c" | "--config" => args.next().map(String::as_str),
-            _ => a
-                .strip_prefix("--config=")
-                .or_else(|| a.strip_prefix("-c").filter(|v| !v.is_empty())),
-        };
-        if let Some((k, _)) = kv.and_then(|kv| kv.split_once('=')) {
-            keys.push(k.trim().to_string());
-        }
-    }
-    keys
+    crate::record::cli_overrides(command)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
 }
 
 pub fn main(cli: Cli) -> ExitCode {

@@ -66,7 +66,7 @@ const FEATURE_ALIASES: &[(&str, &str)] = &[
 const WEB_SEARCH_FEATURES: &[&str] = &["web_search", "web_search_cached", "web_search_request"];
 
 /// A dotted key's value in a TOML table.
-fn get<'a>(t: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+pub(crate) fn get<'a>(t: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
     let mut parts = key.split('.');
     let mut cur = t.get(parts.next()?)?;
     for p in parts {

@@ -153,71 +153,131 @@ fn goal_continuation(body: &Value) -> bool {
 
 struct Shared {
     state: PathBuf,
-    stop: AtomicBool,
-    workers: Mutex<Vec<JoinHandle<()>>>,
+    stop: Arc<AtomicBool>,
 }
 
-/// A running model. Dropping it (or [`Model::stop`]) stops serving, waits for its threads and
-/// frees the port.
-pub struct Model {
+/// A loopback HTTP server that answers each request on a thread of its own (a stream may be
+/// held open, by `delay` steps or an upstream still sending). Shared by the scripted model and
+/// `codex-wire record`'s pass-through.
+pub(crate) struct Loopback {
     server: Arc<tiny_http::Server>,
-    shared: Arc<Shared>,
-    addr: SocketAddr,
+    /// Set when stopping: a request in flight reads it to cut a long wait short.
+    pub(crate) stop: Arc<AtomicBool>,
+    workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
     acceptor: Option<JoinHandle<()>>,
+    addr: SocketAddr,
 }
 
-impl Model {
-    /// Binds `listen` (e.g. `127.0.0.1:0`) and serves `state/scenario.json`.
-    pub fn start(listen: &str, state: &Path) -> io::Result<Model> {
-        std::fs::create_dir_all(state)?;
+impl Loopback {
+    /// Binds `listen` (e.g. `127.0.0.1:0`) and runs `handle` for each request.
+    pub(crate) fn start(
+        listen: &str,
+        name: &str,
+        stop: Arc<AtomicBool>,
+        handle: impl Fn(tiny_http::Request) + Send + Sync + 'static,
+    ) -> io::Result<Loopback> {
         let server = tiny_http::Server::http(listen).map_err(io::Error::other)?;
         let addr = server
             .server_addr()
             .to_ip()
             .ok_or_else(|| io::Error::other("not an IP listener"))?;
         let server = Arc::new(server);
-        let shared = Arc::new(Shared {
-            state: state.to_path_buf(),
-            stop: AtomicBool::new(false),
-            workers: Mutex::new(Vec::new()),
-        });
-        let (srv, sh) = (server.clone(), shared.clone());
+        let workers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let handle = Arc::new(handle);
+        let (srv, st, ws) = (server.clone(), stop.clone(), workers.clone());
+        let worker_name = format!("{name}-request");
         let acceptor = std::thread::Builder::new()
-            .name("model-accept".into())
+            .name(format!("{name}-accept"))
             .spawn(move || {
                 while let Ok(req) = srv.recv() {
-                    if sh.stop.load(Ordering::SeqCst) {
+                    if st.load(Ordering::SeqCst) {
                         break;
                     }
-                    let sh2 = sh.clone();
-                    // One thread per request: a stream may be held open by `delay` steps.
-                    let h = std::thread::Builder::new()
-                        .name("model-request".into())
-                        .spawn(move || handle(req, &sh2));
-                    let mut ws = sh.workers.lock().unwrap_or_else(|e| e.into_inner());
+                    let h = handle.clone();
+                    let w = std::thread::Builder::new()
+                        .name(worker_name.clone())
+                        .spawn(move || h(req));
+                    let mut ws = ws.lock().unwrap_or_else(|e| e.into_inner());
                     ws.retain(|w| !w.is_finished());
-                    ws.extend(h.ok());
+                    ws.extend(w.ok());
                 }
             })?;
-        Ok(Model {
+        Ok(Loopback {
             server,
-            shared,
-            addr,
+            stop,
+            workers,
             acceptor: Some(acceptor),
+            addr,
         })
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// Stops accepting, then waits for the requests in flight: all of them, or those that end
+    /// within `grace`. The port is free once the last handle to the server drops.
+    pub(crate) fn stop(&mut self, grace: Option<Duration>) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.server.unblock();
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
+        let deadline = grace.map(|g| std::time::Instant::now() + g);
+        for w in workers {
+            if let Some(d) = deadline {
+                while !w.is_finished() && std::time::Instant::now() < d {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if !w.is_finished() {
+                    continue;
+                }
+            }
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Loopback {
+    /// A server dropped without [`Loopback::stop`] stops accepting and frees its port; requests
+    /// in flight are not waited for.
+    fn drop(&mut self) {
+        self.stop(Some(Duration::ZERO));
+    }
+}
+
+/// A running model. Dropping it (or [`Model::stop`]) stops serving, waits for its threads and
+/// frees the port.
+pub struct Model {
+    server: Loopback,
+}
+
+impl Model {
+    /// Binds `listen` (e.g. `127.0.0.1:0`) and serves `state/scenario.json`.
+    pub fn start(listen: &str, state: &Path) -> io::Result<Model> {
+        std::fs::create_dir_all(state)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared {
+            state: state.to_path_buf(),
+            stop: stop.clone(),
+        });
+        // One thread per request: a stream may be held open by `delay` steps.
+        let server = Loopback::start(listen, "model", stop, move |req| handle(req, &shared))?;
+        Ok(Model { server })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+
     pub fn port(&self) -> u16 {
-        self.addr.port()
+        self.addr().port()
     }
 
     /// The provider's `base_url`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.addr())
     }
 
     pub fn stop(self) {}
@@ -225,22 +285,7 @@ impl Model {
 
 impl Drop for Model {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        self.server.unblock();
-        if let Some(a) = self.acceptor.take() {
-            let _ = a.join();
-        }
-        let workers = std::mem::take(
-            &mut *self
-                .shared
-                .workers
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        for w in workers {
-            let _ = w.join();
-        }
-        // The listener closes when the last `Arc<Server>` (this one) drops.
+        self.server.stop(None);
     }
 }
 

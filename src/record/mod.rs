@@ -89,16 +89,6 @@ pub fn cli_overrides(args: &[String]) -> Vec<(String, toml::Value)> {
     out
 }
 
-/// A dotted key's value in a TOML table.
-fn lookup<'a>(t: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
-    let mut parts = key.split('.');
-    let mut v = t.get(parts.next()?)?;
-    for p in parts {
-        v = v.as_table()?.get(p)?;
-    }
-    Some(v)
-}
-
 /// A setting as codex resolves it: the last `-c`, else `config.toml`.
 fn setting(config: &toml::Table, args: &[String], key: &str) -> Option<toml::Value> {
     cli_overrides(args)
@@ -106,7 +96,7 @@ fn setting(config: &toml::Table, args: &[String], key: &str) -> Option<toml::Val
         .rev()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v)
-        .or_else(|| lookup(config, key).cloned())
+        .or_else(|| crate::fake::config::get(config, key).cloned())
 }
 
 /// The model provider codex will use: its id, and the base URL it would reach.

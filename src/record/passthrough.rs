@@ -12,8 +12,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const LOG_FILE: &str = "model.jsonl";
 
@@ -71,17 +70,15 @@ struct Shared {
     redactor: Redactor,
     agent: ureq::Agent,
     next: AtomicU64,
-    stop: AtomicBool,
-    workers: Mutex<Vec<JoinHandle<()>>>,
     written: Mutex<()>,
+    /// The server is stopping (codex is gone).
+    stop: Arc<AtomicBool>,
 }
 
 /// A running pass-through. [`Passthrough::finish`] waits for the exchanges in flight.
 pub struct Passthrough {
-    server: Arc<tiny_http::Server>,
-    shared: Arc<Shared>,
+    server: crate::model::Loopback,
     base_url: String,
-    acceptor: Option<JoinHandle<()>>,
 }
 
 /// `scheme://host[:port]` and the path of a base URL.
@@ -100,11 +97,6 @@ impl Passthrough {
     /// Listens on loopback and forwards to `upstream` (a provider base URL such as
     /// `https://api.openai.com/v1`): codex's `<base>/responses` goes to `<upstream>/responses`.
     pub fn start(upstream: &str, dir: &Path, redactor: Redactor) -> io::Result<Passthrough> {
-        let server = tiny_http::Server::http("127.0.0.1:0").map_err(io::Error::other)?;
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| io::Error::other("not an IP listener"))?;
         let (_, path) = split_url(upstream);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -112,40 +104,21 @@ impl Passthrough {
             .timeout_connect(Some(Duration::from_secs(30)))
             .build()
             .into();
-        let server = Arc::new(server);
+        let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             upstream: upstream.trim_end_matches('/').to_string(),
             log: dir.join(LOG_FILE),
             redactor,
             agent,
             next: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-            workers: Mutex::new(Vec::new()),
             written: Mutex::new(()),
+            stop: stop.clone(),
         });
-        let (srv, sh) = (server.clone(), shared.clone());
-        let acceptor = std::thread::Builder::new()
-            .name("record-accept".into())
-            .spawn(move || {
-                while let Ok(req) = srv.recv() {
-                    if sh.stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let sh2 = sh.clone();
-                    let h = std::thread::Builder::new()
-                        .name("record-request".into())
-                        .spawn(move || handle(req, &sh2));
-                    let mut ws = sh.workers.lock().unwrap_or_else(|e| e.into_inner());
-                    ws.retain(|w| !w.is_finished());
-                    ws.extend(h.ok());
-                }
-            })?;
-        Ok(Passthrough {
-            server,
-            shared,
-            base_url: format!("http://{addr}{path}"),
-            acceptor: Some(acceptor),
-        })
+        let server = crate::model::Loopback::start("127.0.0.1:0", "record", stop, move |req| {
+            handle(req, &shared)
+        })?;
+        let base_url = format!("http://{}{path}", server.addr());
+        Ok(Passthrough { server, base_url })
     }
 
     /// The base URL codex is given.
@@ -156,27 +129,7 @@ impl Passthrough {
     /// Stops accepting, then waits up to `grace` for the exchanges in flight to be written
     /// (an upstream still streaming to a codex that is gone is not waited for longer).
     pub fn finish(mut self, grace: Duration) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        self.server.unblock();
-        if let Some(a) = self.acceptor.take() {
-            let _ = a.join();
-        }
-        let deadline = Instant::now() + grace;
-        let workers = std::mem::take(
-            &mut *self
-                .shared
-                .workers
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        for w in workers {
-            while !w.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if w.is_finished() {
-                let _ = w.join();
-            }
-        }
+        self.server.stop(Some(grace));
     }
 }
 
@@ -349,7 +302,8 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         } else {
             all.extend_from_slice(chunk);
         }
-        // codex is gone (an interrupt): the rest of the answer is of no use to anyone.
+        // codex stopped reading (an interrupt): the answer is still recorded to its end, so
+        // that it translates whole; once the recording stops, it is of no use to anyone.
         if !codex_here && sh.stop.load(Ordering::SeqCst) {
             break;
         }
