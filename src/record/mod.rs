@@ -275,8 +275,8 @@ fn run(cli: &Cli) -> Result<proxy::Exit, String> {
         protocol: Some(protocol),
         redact: Some(&redactor),
     });
-    // An upstream still streaming to a codex that is gone is not waited for long.
-    pass.finish(Duration::from_secs(10));
+    // An answer codex walked away from is recorded to its end, within reason.
+    pass.finish(Duration::from_secs(30));
     match derive(out) {
         Ok(summary) => eprintln!("{NAME}: {summary}"),
         Err(e) => eprintln!("{NAME}: the recording could not be read back: {e}"),

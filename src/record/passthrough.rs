@@ -71,8 +71,6 @@ struct Shared {
     agent: ureq::Agent,
     next: AtomicU64,
     written: Mutex<()>,
-    /// The server is stopping (codex is gone).
-    stop: Arc<AtomicBool>,
 }
 
 /// A running pass-through. [`Passthrough::finish`] waits for the exchanges in flight.
@@ -112,7 +110,6 @@ impl Passthrough {
             agent,
             next: AtomicU64::new(0),
             written: Mutex::new(()),
-            stop: stop.clone(),
         });
         let server = crate::model::Loopback::start("127.0.0.1:0", "record", stop, move |req| {
             handle(req, &shared)
@@ -303,10 +300,7 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
             all.extend_from_slice(chunk);
         }
         // codex stopped reading (an interrupt): the answer is still recorded to its end, so
-        // that it translates whole; once the recording stops, it is of no use to anyone.
-        if !codex_here && sh.stop.load(Ordering::SeqCst) {
-            break;
-        }
+        // that it translates whole however much of it codex took (`finish` bounds the wait).
     }
     if codex_here {
         let _ = w.write_all(b"0\r\n\r\n").and_then(|()| w.flush());
