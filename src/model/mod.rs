@@ -326,13 +326,20 @@ fn respond(req: tiny_http::Request, status: u16, text: &str) {
     let _ = req.respond(tiny_http::Response::from_string(text).with_status_code(status));
 }
 
-fn handle(mut req: tiny_http::Request, sh: &Shared) {
+/// A request's body, and whether it was read whole within [`MAX_BODY`] (more is refused).
+pub(crate) fn read_body(req: &mut tiny_http::Request) -> (Vec<u8>, bool) {
     let mut body = Vec::new();
     let read = req
         .as_reader()
         .take(MAX_BODY + 1)
         .read_to_end(&mut body)
         .is_ok();
+    let whole = read && body.len() as u64 <= MAX_BODY;
+    (body, whole)
+}
+
+fn handle(mut req: tiny_http::Request, sh: &Shared) {
+    let (body, read) = read_body(&mut req);
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     let path = req.url().split('?').next().unwrap_or_default().to_string();
     let post = *req.method() == tiny_http::Method::Post;

@@ -16,9 +16,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const LOG_FILE: &str = "model.jsonl";
 
-/// Request bodies larger than this are refused (codex's grow with the thread).
-const MAX_BODY: u64 = 256 << 20;
-
 /// One request and what the upstream answered, as `model.jsonl` holds it.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct Exchange {
@@ -149,12 +146,7 @@ const HOP: &[&str] = &[
 fn handle(mut req: tiny_http::Request, sh: &Shared) {
     let t = now();
     let n = sh.next.fetch_add(1, Ordering::SeqCst);
-    let mut body = Vec::new();
-    let read = req
-        .as_reader()
-        .take(MAX_BODY + 1)
-        .read_to_end(&mut body)
-        .is_ok();
+    let (body, read) = crate::model::read_body(&mut req);
     let method = req.method().as_str().to_string();
     let url = req.url().to_string();
     let headers: Vec<(String, String)> = req
@@ -195,7 +187,7 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         }
         Err(_) => Value::String(redactor.text(&String::from_utf8_lossy(&body)).into_owned()),
     };
-    if !read || body.len() as u64 > MAX_BODY {
+    if !read {
         let _ =
             req.respond(tiny_http::Response::from_string("body too large").with_status_code(413));
         return;

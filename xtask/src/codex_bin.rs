@@ -113,3 +113,15 @@ fn installed_version(cache: &Path) -> Option<String> {
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v.get("version")?.as_str().map(str::to_string)
 }
+
+/// The value of `--version V` among a command's arguments, if given.
+pub fn version_arg(args: &[String]) -> Result<Option<&str>, String> {
+    args.iter()
+        .position(|a| a == "--version")
+        .map(|i| {
+            args.get(i + 1)
+                .map(String::as_str)
+                .ok_or_else(|| "--version needs a value".to_string())
+        })
+        .transpose()
+}

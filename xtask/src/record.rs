@@ -11,15 +11,7 @@ use codex_wire::replay;
 use std::time::Instant;
 
 pub fn main(args: &[String]) -> Result<(), String> {
-    let version = args
-        .iter()
-        .position(|a| a == "--version")
-        .map(|i| {
-            args.get(i + 1)
-                .map(String::as_str)
-                .ok_or("--version needs a value")
-        })
-        .transpose()?;
+    let version = crate::codex_bin::version_arg(args)?;
     let only: Vec<&String> = args
         .iter()
         .enumerate()

@@ -59,15 +59,7 @@ fn compare(a: &Path, b: &Path) -> Result<(), String> {
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let record = args.iter().any(|a| a == "--record");
-    let version = args
-        .iter()
-        .position(|a| a == "--version")
-        .map(|i| {
-            args.get(i + 1)
-                .map(String::as_str)
-                .ok_or("--version needs a value")
-        })
-        .transpose()?;
+    let version = crate::codex_bin::version_arg(args)?;
     // `--fake-bin PATH`: another fake (an older build, a team's own) compared with the
     // recordings instead of a live real run.
     let other = args
