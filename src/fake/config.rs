@@ -120,10 +120,13 @@ impl Config {
     /// `config.toml` in `codex_home` (absent or unreadable: empty), then the overrides; a value
     /// that is not TOML is taken as a string, as codex does.
     pub fn load(codex_home: &Path, overrides: &[(String, String)]) -> Config {
-        let mut t: toml::Table = std::fs::read_to_string(codex_home.join("config.toml"))
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_default();
+        let text = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
+        Config::parse(&text, overrides)
+    }
+
+    /// [`Config::load`] of a `config.toml`'s text (not TOML: empty).
+    pub fn parse(text: &str, overrides: &[(String, String)]) -> Config {
+        let mut t: toml::Table = text.parse().unwrap_or_default();
         let mut ignored: Vec<(bool, String)> = REMOVED_KEYS
             .iter()
             .filter(|k| t.contains_key(**k))

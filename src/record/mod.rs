@@ -65,9 +65,8 @@ pub struct Cli {
 
 const NAME: &str = "codex-wire record";
 
-/// `-c key=value` / `--config key=value` overrides of a command line, values read as TOML
-/// (a value that is not TOML is a string, as codex reads it).
-pub fn cli_overrides(args: &[String]) -> Vec<(String, toml::Value)> {
+/// `-c key=value` / `--config key=value` overrides of a command line, as written.
+pub fn cli_override_pairs(args: &[String]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -78,15 +77,26 @@ pub fn cli_overrides(args: &[String]) -> Vec<(String, toml::Value)> {
                 .or_else(|| a.strip_prefix("-c").filter(|v| !v.is_empty())),
         };
         if let Some((k, v)) = kv.and_then(|kv| kv.split_once('=')) {
-            let value = format!("v = {}", v.trim())
-                .parse::<toml::Table>()
-                .ok()
-                .and_then(|mut t| t.remove("v"))
-                .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
-            out.push((k.trim().to_string(), value));
+            out.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
     out
+}
+
+/// [`cli_override_pairs`] with the values read as TOML (a value that is not TOML is a string,
+/// as codex reads it).
+pub fn cli_overrides(args: &[String]) -> Vec<(String, toml::Value)> {
+    cli_override_pairs(args)
+        .into_iter()
+        .map(|(k, v)| {
+            let value = format!("v = {v}")
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or(toml::Value::String(v));
+            (k, value)
+        })
+        .collect()
 }
 
 /// A setting as codex resolves it: the last `-c`, else `config.toml`.
@@ -302,19 +312,9 @@ fn append(path: &Path, line: &str) -> Result<(), String> {
 /// the scripted provider's are given as `-c` (which `codex-wire scripted` keeps, and the fake
 /// reads; its base URL is `scripted`'s to give).
 pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
-    let config: toml::Table = s.config_toml.parse().unwrap_or_default();
-    let home = Path::new(&s.codex_home);
-    let (id, _) = provider(&config, &s.args, home);
-    let budget = |key: &str, default: i64| {
-        setting(&config, &s.args, &format!("model_providers.{id}.{key}"))
-            .and_then(|v| v.as_integer())
-            .unwrap_or(default)
-    };
-    // codex's defaults for a provider that sets none (model-provider-info).
-    let (request, stream) = (
-        budget("request_max_retries", 4),
-        budget("stream_max_retries", 5),
-    );
+    // The recorded provider's budgets as the fake reads them (codex's defaults included).
+    let c = crate::fake::config::Config::parse(&s.config_toml, &cli_override_pairs(&s.args));
+    let (request, stream) = (c.request_max_retries, c.stream_max_retries);
     let mut args = Vec::new();
     let mut it = s.args.iter();
     while let Some(a) = it.next() {
