@@ -14,11 +14,11 @@
 mod emit;
 #[path = "build/model.rs"]
 mod model;
-#[path = "src/names.rs"]
+#[path = "../runtime/src/names.rs"]
 mod names;
-#[path = "src/segment.rs"]
+#[path = "../runtime/src/segment.rs"]
 mod segment;
-#[path = "src/version.rs"]
+#[path = "../runtime/src/version.rs"]
 mod version;
 
 use std::path::Path;
@@ -30,9 +30,9 @@ fn main() {
     println!("cargo:rerun-if-changed={}", schema.display());
     println!("cargo:rerun-if-changed=build");
     // Modules of the crate the build script includes too.
-    println!("cargo:rerun-if-changed=src/names.rs");
-    println!("cargo:rerun-if-changed=src/segment.rs");
-    println!("cargo:rerun-if-changed=src/version.rs");
+    println!("cargo:rerun-if-changed=../runtime/src/names.rs");
+    println!("cargo:rerun-if-changed=../runtime/src/segment.rs");
+    println!("cargo:rerun-if-changed=../runtime/src/version.rs");
     let versions =
         version::version_dirs(&schema).unwrap_or_else(|e| panic!("{}: {e}", schema.display()));
     assert!(

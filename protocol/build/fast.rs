@@ -1,4 +1,4 @@
-//! `Fast` impls (see `protocol/src/fast.rs`): per type, a check straight on the line's bytes that is
+//! `Fast` impls (see `runtime/src/fast.rs`): per type, a check straight on the line's bytes that is
 //! sure or bails. Only the types client requests and client responses reach get one.
 
 use super::{all_deny, deny_variant_ident, Emitter};
@@ -16,7 +16,7 @@ const ARRAY: u8 = 16;
 const OBJECT: u8 = 32;
 const ANY: u8 = 63;
 
-/// Hand-written types (`protocol/src/custom.rs`) that deserialize from a string.
+/// Hand-written types (`runtime/src/custom.rs`) that deserialize from a string.
 const STRING_CUSTOM: &[&str] = &[
     "AbsolutePathBuf",
     "ReasoningEffort",

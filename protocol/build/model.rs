@@ -21,7 +21,7 @@ pub enum Ty {
     Map(Box<Ty>),
     Opt(Box<Ty>),
     Named(usize),
-    /// A type implemented by hand in `protocol/src/custom.rs` (custom deserializers of the real server).
+    /// A type implemented by hand in `runtime/src/custom.rs` (custom deserializers of the real server).
     Custom(String),
     Tuple(Vec<Ty>),
 }

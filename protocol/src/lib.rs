@@ -7,13 +7,9 @@
 //! type that is the same in several versions is generated once and shared (see
 //! `build/emit.rs`). The engine holds a `&'static Protocol` and never names a version.
 
-pub mod custom;
-pub mod fast;
-pub mod names;
-pub mod rng;
-pub mod segment;
-pub mod track;
-pub mod version;
+// The runtime lives in a crate of its own (optimised apart, see `runtime/Cargo.toml`); the
+// generated code names it as `crate::fast`, `crate::track`, … through these re-exports.
+pub use codex_wire_runtime::{custom, fast, names, rng, segment, track, version};
 
 pub use version::{version_dirs, version_key};
 
