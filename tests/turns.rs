@@ -17,6 +17,9 @@ fn corpus(version: &str) -> String {
     )
 }
 
+/// Fake runs at once.
+const PARALLEL: usize = 4;
+
 fn known(version: &str) -> Vec<String> {
     std::fs::read_to_string(Path::new(&corpus(version)).join("known_differences.txt"))
         .unwrap_or_default()
@@ -37,35 +40,71 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
     let bin = Path::new(env!("CARGO_BIN_EXE_codex-wire"));
     // Outside any git repository, as the recordings were made (git state shows in messages).
     let work = std::env::temp_dir().join(format!("codex-wire-turns-test-{}", std::process::id()));
+    // Every (version, scenario) run is a fake process mostly waiting out its own grace windows
+    // (a third of a core in all): run a few at once.
+    let jobs: Vec<(&'static codex_wire::Protocol, &harness::Case)> = codex_wire::versions()
+        .iter()
+        .flat_map(|p| cases.iter().map(move |c| (*p, c)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<(String, Option<diff::Mismatch>)>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..PARALLEL {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(p, case)) = jobs.get(i) else {
+                    return;
+                };
+                let version = p.version;
+                let recorded =
+                    Path::new(&corpus(version)).join(format!("{}.real.jsonl", case.name));
+                let real = std::fs::read_to_string(&recorded).unwrap_or_else(|e| {
+                    panic!(
+                        "{}: {e} (cargo xtask turns --record --version {version})",
+                        recorded.display()
+                    )
+                });
+                let server = Server::Fake {
+                    bin,
+                    version: Some(version),
+                };
+                let fake = harness::run(case, &server, &work.join(version).join(&case.name))
+                    .unwrap_or_else(|e| {
+                        panic!("{version} {}: the fake run failed: {e}", case.name)
+                    });
+                let fake = std::fs::read_to_string(fake).unwrap();
+                let drift = schema_drift(p, &case.name, &fake).join("\n");
+                let result =
+                    diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
+                *results[i].lock().unwrap() = Some((drift, result.err()));
+            });
+        }
+    });
     let (mut failures, mut stale, mut drift) = (Vec::new(), Vec::new(), Vec::new());
     for p in codex_wire::versions() {
         let version = p.version;
         let known = known(version);
         let mut same = 0;
-        for case in &cases {
-            let recorded = Path::new(&corpus(version)).join(format!("{}.real.jsonl", case.name));
-            let real = std::fs::read_to_string(&recorded).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e} (cargo xtask turns --record --version {version})",
-                    recorded.display()
-                )
-            });
-            let server = Server::Fake {
-                bin,
-                version: Some(version),
-            };
-            let fake = harness::run(case, &server, &work.join(version).join(&case.name))
-                .unwrap_or_else(|e| panic!("{version} {}: the fake run failed: {e}", case.name));
-            let fake = std::fs::read_to_string(fake).unwrap();
-            drift.extend(schema_drift(p, &case.name, &fake));
-            let result =
-                diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
+        for (i, &(_, case)) in jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.0.version == version)
+        {
+            let (d, result) = results[i]
+                .lock()
+                .unwrap()
+                .take()
+                .expect("every run reported");
+            if !d.is_empty() {
+                drift.push(d);
+            }
             let listed = known.contains(&case.name);
             match (result, listed) {
-                (Ok(()), false) => same += 1,
-                (Ok(()), true) => stale.push(format!("{version} {}", case.name)),
-                (Err(_), true) => {}
-                (Err(m), false) => failures.push(format!(
+                (None, false) => same += 1,
+                (None, true) => stale.push(format!("{version} {}", case.name)),
+                (Some(_), true) => {}
+                (Some(m), false) => failures.push(format!(
                     "{version} {}: message {} differs: {}\n  real {}\n  fake {}",
                     case.name,
                     m.index,

@@ -57,7 +57,9 @@ pub fn corpus_dir(version: &str) -> PathBuf {
 pub fn ensure_codex(version: &str, explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = explicit {
         if p.is_file() {
-            return Ok(p.to_path_buf());
+            // Absolute: the servers run in sandbox directories of their own (a relative path
+            // made every case of a live run fail to spawn).
+            return std::path::absolute(p).map_err(|e| format!("--codex {}: {e}", p.display()));
         }
         return Err(format!(
             "--codex {}: no such file (give the path of a `codex` executable)",

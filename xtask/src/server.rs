@@ -24,7 +24,7 @@ const ACCEPT_GRACE: Duration = Duration::from_millis(1500);
 /// Requests per shared process.
 pub const BATCH_SIZE: usize = 120;
 /// Server processes at once.
-pub const WORKERS: usize = 2;
+pub const WORKERS: usize = 4;
 
 /// What the real server did with one line.
 #[derive(Clone, Debug, PartialEq, Eq)]

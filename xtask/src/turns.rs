@@ -92,20 +92,22 @@ pub fn main(args: &[String]) -> Result<(), String> {
     // Outside any git repository: the real server reports git state and repo-relative diffs
     // for a cwd inside one.
     let work = std::env::temp_dir().join("codex-wire-turns");
-    let (mut same, mut total, mut failed) = (0, 0, Vec::new());
-    for case in cases
+    let picked: Vec<&harness::Case> = cases
         .iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| **o == c.name))
-    {
-        total += 1;
+        .collect();
+    // One case: the real run (recorded, or compared with its recording), then the fake's,
+    // compared with it. What it prints, and whether the fake differs.
+    let one = |case: &harness::Case| -> Result<(String, bool), String> {
+        let mut said = String::new();
         let real = real_run(case, &bin, &codex, &work)?;
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
         if record {
             std::fs::copy(&real, &recorded).map_err(|e| format!("{}: {e}", recorded.display()))?;
         } else if recorded.exists() {
             if let Err(e) = compare(&recorded, &real) {
-                println!(
-                    "  {}: the real server drifted from its recording: {e}",
+                said += &format!(
+                    "  {}: the real server drifted from its recording: {e}\n",
                     case.name
                 );
             }
@@ -119,15 +121,34 @@ pub fn main(args: &[String]) -> Result<(), String> {
             &work.join(&case.name).join("fake"),
         )
         .map_err(|e| format!("{}: fake run: {e}", case.name))?;
-        match compare(&real, &fake) {
-            Ok(()) => {
-                same += 1;
-                println!("  {:<40} identical", case.name);
-            }
-            Err(e) => {
-                println!("  {:<40} {e}", case.name);
-                failed.push(case.name.clone());
-            }
+        Ok(match compare(&real, &fake) {
+            Ok(()) => (said + &format!("  {:<40} identical", case.name), false),
+            Err(e) => (said + &format!("  {:<40} {e}", case.name), true),
+        })
+    };
+    // Comparing, two cases at once (as `fidelity` runs its sessions: each run mostly waits on
+    // the scripted model and its grace windows); a recording is made alone.
+    let workers = if record { 1 } else { 2 };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<(String, bool), String>>>> =
+        picked.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(case) = picked.get(i) else { return };
+                *results[i].lock().unwrap() = Some(one(case));
+            });
+        }
+    });
+    let (mut same, total, mut failed) = (0, picked.len(), Vec::new());
+    for (case, r) in picked.iter().zip(results) {
+        let (said, differs) = r.into_inner().unwrap().expect("every case ran")?;
+        println!("{said}");
+        if differs {
+            failed.push(case.name.clone());
+        } else {
+            same += 1;
         }
     }
     println!("turn corpus: fake = real on {same}/{total} scenarios (A real, B fake)");
