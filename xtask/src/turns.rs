@@ -98,7 +98,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .collect();
     // One case: the real run (recorded, or compared with its recording), then the fake's,
     // compared with it. What it prints, and whether the fake differs.
-    let one = |case: &harness::Case| -> Result<(String, bool), String> {
+    type Outcome = Result<(String, bool), String>;
+    let one = |case: &harness::Case| -> Outcome {
         let mut said = String::new();
         let real = real_run(case, &bin, &codex, &work)?;
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
@@ -130,7 +131,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     // the scripted model and its grace windows); a recording is made alone.
     let workers = if record { 1 } else { 2 };
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<(String, bool), String>>>> =
+    let results: Vec<std::sync::Mutex<Option<Outcome>>> =
         picked.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..workers {
