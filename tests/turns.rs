@@ -47,7 +47,9 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
         .flat_map(|p| cases.iter().map(move |c| (*p, c)))
         .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<(String, Option<diff::Mismatch>)>>> =
+    // Per run: its schema drift, and where it parts from the recording.
+    type Outcome = (String, Option<diff::Mismatch>);
+    let results: Vec<std::sync::Mutex<Option<Outcome>>> =
         jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..PARALLEL {
