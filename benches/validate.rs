@@ -1,7 +1,7 @@
 //! `cargo bench --bench validate`: validate's throughput beside its floor (a serde_json parse of
 //! each line into `IgnoredAny`: every contender must at least scan the JSON), a parse into
 //! `Value`, the floor on two cores (two threads, half the lines each: what two cores of this
-//! machine give work that shares nothing), and (session mix) the `jsonschema` crate validating
+//! machine give work that shares nothing), and (session mix, `--features jsonschema`) the `jsonschema` crate validating
 //! the same lines against `ClientRequest.json`, on three generated mixes side by side: a client
 //! session, traffic over every method, and all-invalid lines; the share of accepted lines the
 //! fast path answers; then peak RSS of the release binary on a quarter of the all-method traffic
@@ -224,6 +224,10 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
         t / f,
         t / o
     );
+    if with_jsonschema && !cfg!(feature = "jsonschema") {
+        println!("\n(the jsonschema crate's rate: `--features jsonschema`)");
+    }
+    #[cfg(feature = "jsonschema")]
     if with_jsonschema {
         let js = jsonschema_rate(file, lines);
         println!(
@@ -259,6 +263,7 @@ fn measure(name: &str, what: &str, file: &Path, lines: u64, with_jsonschema: boo
 }
 
 /// jsonschema validating the lines against `ClientRequest.json` (a tenth of them: it is slow).
+#[cfg(feature = "jsonschema")]
 fn jsonschema_rate(file: &Path, lines: u64) -> f64 {
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(format!(
