@@ -1409,6 +1409,14 @@ impl Conn {
         if info["ephemeral"] == true {
             return Err("ephemeral threads do not support thread/turns/list".into());
         }
+        // Its rollout is written with the first user message: before that there is nothing to
+        // page (0.171.0, a turn/start refused, then thread/turns/list: fidelity seed 20261207).
+        if info["turns"].as_array().is_none_or(|t| t.is_empty()) {
+            return Err(format!(
+                "thread {thread_id} is not materialized yet; thread/turns/list is unavailable \
+                 before first user message"
+            ));
+        }
         self.result(id, self.turns_page(&thread_id, &info, params));
         Ok(())
     }
