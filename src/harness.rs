@@ -770,6 +770,36 @@ fn found(p: PathBuf) -> Result<PathBuf, String> {
 }
 
 /// The cases of a corpus directory (`*.case.json`), sorted by name.
+/// `f` over `items`, `workers` at a time, the results in the items' order: for runs that
+/// mostly wait (a server's grace windows, a scripted model's stream), not for CPU.
+pub fn run_parallel<T: Sync, R: Send>(
+    workers: usize,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return };
+                let r = f(item);
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every item ran")
+        })
+        .collect()
+}
+
 pub fn load_cases(dir: &Path) -> Result<Vec<Case>, String> {
     let mut out = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -46,43 +46,29 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
         .iter()
         .flat_map(|p| cases.iter().map(move |c| (*p, c)))
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
     // Per run: its schema drift, and where it parts from the recording.
-    type Outcome = (String, Option<diff::Mismatch>);
-    let results: Vec<std::sync::Mutex<Option<Outcome>>> =
-        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..PARALLEL {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(p, case)) = jobs.get(i) else {
-                    return;
-                };
-                let version = p.version;
-                let recorded =
-                    Path::new(&corpus(version)).join(format!("{}.real.jsonl", case.name));
-                let real = std::fs::read_to_string(&recorded).unwrap_or_else(|e| {
-                    panic!(
-                        "{}: {e} (cargo xtask turns --record --version {version})",
-                        recorded.display()
-                    )
-                });
-                let server = Server::Fake {
-                    bin,
-                    version: Some(version),
-                };
-                let fake = harness::run(case, &server, &work.join(version).join(&case.name))
-                    .unwrap_or_else(|e| {
-                        panic!("{version} {}: the fake run failed: {e}", case.name)
-                    });
-                let fake = std::fs::read_to_string(fake).unwrap();
-                let drift = schema_drift(p, &case.name, &fake).join("\n");
-                let result =
-                    diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
-                *results[i].lock().unwrap() = Some((drift, result.err()));
+    let mut results: Vec<(String, Option<diff::Mismatch>)> =
+        harness::run_parallel(PARALLEL, &jobs, |&(p, case)| {
+            let version = p.version;
+            let recorded = Path::new(&corpus(version)).join(format!("{}.real.jsonl", case.name));
+            let real = std::fs::read_to_string(&recorded).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e} (cargo xtask turns --record --version {version})",
+                    recorded.display()
+                )
             });
-        }
-    });
+            let server = Server::Fake {
+                bin,
+                version: Some(version),
+            };
+            let fake = harness::run(case, &server, &work.join(version).join(&case.name))
+                .unwrap_or_else(|e| panic!("{version} {}: the fake run failed: {e}", case.name));
+            let fake = std::fs::read_to_string(fake).unwrap();
+            let drift = schema_drift(p, &case.name, &fake).join("\n");
+            let result =
+                diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
+            (drift, result.err())
+        });
     let (mut failures, mut stale, mut drift) = (Vec::new(), Vec::new(), Vec::new());
     for p in codex_wire::versions() {
         let version = p.version;
@@ -93,11 +79,7 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
             .enumerate()
             .filter(|(_, j)| j.0.version == version)
         {
-            let (d, result) = results[i]
-                .lock()
-                .unwrap()
-                .take()
-                .expect("every run reported");
+            let (d, result) = std::mem::take(&mut results[i]);
             if !d.is_empty() {
                 drift.push(d);
             }

@@ -130,21 +130,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
     // Comparing, two cases at once (as `fidelity` runs its sessions: each run mostly waits on
     // the scripted model and its grace windows); a recording is made alone.
     let workers = if record { 1 } else { 2 };
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Outcome>>> =
-        picked.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(case) = picked.get(i) else { return };
-                *results[i].lock().unwrap() = Some(one(case));
-            });
-        }
-    });
+    let results = harness::run_parallel(workers, &picked, |case| one(case));
     let (mut same, total, mut failed) = (0, picked.len(), Vec::new());
     for (case, r) in picked.iter().zip(results) {
-        let (said, differs) = r.into_inner().unwrap().expect("every case ran")?;
+        let (said, differs) = r?;
         println!("{said}");
         if differs {
             failed.push(case.name.clone());
