@@ -7,31 +7,19 @@ use crate::gen::{Node, Schema, Shape};
 use codex_wire::harness::{Case, Input};
 use serde_json::{json, Map, Value};
 
-/// xorshift64*, seeded: the same seed gives the same sessions.
-pub struct Rng(u64);
+/// The fuzzer's xorshift64* (`codex_wire::fuzz::Rng`), seeded through splitmix64 so that
+/// neighbouring seeds start far apart: the same seed gives the same sessions.
+pub struct Rng(codex_wire::fuzz::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        // splitmix64 of the seed, so that neighbouring seeds start far apart
         let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        Rng((z ^ (z >> 31)).max(1))
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        Rng(codex_wire::fuzz::Rng::new(z ^ (z >> 31)))
     }
     pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
+        self.0.below(n)
     }
     /// True with probability `pct` %.
     pub fn pct(&mut self, pct: u32) -> bool {
