@@ -733,6 +733,41 @@ pub fn run_outcome(
     Ok((server.transcript(&l), result.err()))
 }
 
+/// `$CARGO` (else `cargo`) for a build started from inside a cargo-run program (an xtask, a
+/// test): without the variables cargo sets for the program it runs. A nested build inherits them
+/// otherwise, and a build script that tracks one (ring's tracks `CARGO_MANIFEST_DIR`) runs again,
+/// with every crate above it rebuilt, each time a build starts from a test, an xtask or a shell.
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    without_cargo_run_env(&mut cmd);
+    cmd
+}
+
+/// Removes from `cmd` the variables cargo sets for a program it runs (see [`cargo`]); a tool
+/// that runs cargo itself (maturin) needs the same.
+pub fn without_cargo_run_env(cmd: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let per_package = name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_BIN_EXE_")
+            || matches!(
+                name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "CARGO_RUSTC_CURRENT_DIR"
+            );
+        if per_package {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
+
 /// The real codex binary of the newest supported version for tests and examples:
 /// `$CODEX_REAL_BIN`, else `$CODEX_WIRE_CODEX` (set by `cargo xtask test`), else the one `cargo
 /// xtask` installs under `repo`'s `target/codex-cache/<version>/`. Missing: an error that says
@@ -769,7 +804,6 @@ fn found(p: PathBuf) -> Result<PathBuf, String> {
     }
 }
 
-/// The cases of a corpus directory (`*.case.json`), sorted by name.
 /// `f` over `items`, `workers` at a time, the results in the items' order: for runs that
 /// mostly wait (a server's grace windows, a scripted model's stream), not for CPU.
 pub fn run_parallel<T: Sync, R: Send>(
@@ -800,6 +834,7 @@ pub fn run_parallel<T: Sync, R: Send>(
         .collect()
 }
 
+/// The cases of a corpus directory (`*.case.json`), sorted by name.
 pub fn load_cases(dir: &Path) -> Result<Vec<Case>, String> {
     let mut out = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

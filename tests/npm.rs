@@ -30,9 +30,8 @@ fn ok(cmd: &mut Command, what: &str) -> String {
 #[test]
 fn the_npm_package_installs_offline_and_its_helper_checks_a_client() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     ok(
-        Command::new(cargo)
+        codex_wire::harness::cargo()
             .args(["xtask", "npm", "--debug"])
             .current_dir(root),
         "cargo xtask npm --debug",

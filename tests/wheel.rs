@@ -53,9 +53,8 @@ fn newest_wheel(dir: &Path) -> PathBuf {
 #[test]
 fn the_wheel_installs_offline_and_its_plugin_checks_a_real_client() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(
-        Command::new(cargo)
+        codex_wire::harness::cargo()
             .args(["xtask", "wheel", "--debug"])
             .current_dir(root),
         "cargo xtask wheel --debug",

@@ -2,6 +2,8 @@
 //! of the README recipe in order — schema (and changelogs), conformance, oracle, sessions, turns,
 //! the turn facts, the exactness tables — and stops at the first step that needs a person,
 //! saying which fact, where it goes and how to check it. `--from STEP` resumes there.
+//! `--try` runs the whole recipe, then `cargo xtask test`, on a copy of this tree (CI does, for
+//! a release the tree does not have, so the recipe cannot rot unseen).
 //!
 //! The turn facts of V (`schema/V/facts/turns.json`: where V plays turns unlike the newest) are
 //! derived from V's own recordings: the texts codex sends (its collaboration-mode instructions)
@@ -14,6 +16,10 @@ use codex_wire::fake::{TurnFacts, TURN_FACTS_ENV};
 use codex_wire::harness::{self, Server};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Fake replays at once when deriving the facts.
+const PARALLEL: usize = 4;
 
 const STEPS: &[&str] = &[
     "schema",
@@ -29,8 +35,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let version = args
         .iter()
         .find(|a| !a.starts_with("--") && !STEPS.contains(&a.as_str()))
-        .ok_or("usage: cargo xtask add-version V [--from STEP]")?
+        .ok_or("usage: cargo xtask add-version V [--from STEP | --try]")?
         .clone();
+    if args.iter().any(|a| a == "--try") {
+        return try_in_copy(&version);
+    }
     let from = args
         .iter()
         .position(|a| a == "--from")
@@ -87,14 +96,125 @@ pub fn main(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// `add-version V --try`: this tree's tracked files as they are now, copied to
+/// `target/add-version-try/V/` (a repository of its own, so `git status` there shows what the
+/// recipe wrote), then `cargo xtask add-version V` and `cargo xtask test` in it, with its own
+/// build directory and this tree's real binaries. Nothing here changes; the copy is removed
+/// when both end green, kept for a look when not.
+fn try_in_copy(version: &str) -> Result<(), String> {
+    let root = crate::codex_bin::repo_root();
+    if crate::codex_bin::versions()?.iter().any(|v| v == version) {
+        return Err(format!(
+            "codex {version} is already in schema/: --try proves the recipe on a release this \
+             tree does not have"
+        ));
+    }
+    let copy = root.join("target").join("add-version-try").join(version);
+    let _ = std::fs::remove_dir_all(&copy);
+    let listed = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(&root)
+        .output()
+        .map_err(|e| format!("git ls-files: {e}"))?;
+    if !listed.status.success() {
+        return Err("git ls-files failed: --try copies the tracked files of a git checkout".into());
+    }
+    let mut files = 0;
+    for rel in listed.stdout.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(rel).map_err(|e| e.to_string())?);
+        let src = root.join(rel);
+        if !src.is_file() {
+            continue; // deleted in the work tree
+        }
+        let dst = copy.join(rel);
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+        files += 1;
+    }
+    let git = |args: &[&str]| -> Result<(), String> {
+        let ok = Command::new("git")
+            .args([
+                "-c",
+                "user.name=add-version",
+                "-c",
+                "user.email=add-version@localhost",
+            ])
+            .args(args)
+            .current_dir(&copy)
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("git: {e}"))?
+            .success();
+        ok.then_some(()).ok_or(format!(
+            "git {} failed in {}",
+            args.join(" "),
+            copy.display()
+        ))
+    };
+    git(&["init", "-q"])?;
+    git(&["add", "-A"])?;
+    git(&[
+        "commit",
+        "-q",
+        "-m",
+        "the tree add-version --try started from",
+    ])?;
+    // The real binaries of every version (and V's, installed once) from this tree's cache.
+    let cache = root.join("target").join("codex-cache");
+    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    std::fs::create_dir_all(copy.join("target")).map_err(|e| e.to_string())?;
+    std::os::unix::fs::symlink(&cache, copy.join("target").join("codex-cache"))
+        .map_err(|e| format!("linking the codex cache: {e}"))?;
+    println!(
+        "== add-version {version} --try: {files} files copied to {}",
+        copy.display()
+    );
+    for (what, args) in [
+        ("add-version", vec!["xtask", "add-version", version]),
+        ("test", vec!["xtask", "test"]),
+    ] {
+        let t0 = std::time::Instant::now();
+        let status = codex_wire::harness::cargo()
+            .args(&args)
+            .current_dir(&copy)
+            // Its own build: the copy's crates share no paths (nor fingerprints) with these.
+            .env("CARGO_TARGET_DIR", copy.join("target"))
+            .status()
+            .map_err(|e| format!("cargo: {e}"))?;
+        let secs = t0.elapsed().as_secs_f64();
+        if !status.success() {
+            return Err(format!(
+                "add-version {version} --try: `cargo {}` failed after {secs:.0}s ({status}); the \
+                 copy is kept in {}",
+                args.join(" "),
+                copy.display()
+            ));
+        }
+        println!("== add-version {version} --try: `{what}` green in {secs:.0}s");
+    }
+    let changed = Command::new("git")
+        .args(["status", "--short"])
+        .current_dir(&copy)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    println!(
+        "added codex {version} to a copy with no hand edit, and its tests ended green; what the \
+         recipe wrote:\n{changed}"
+    );
+    let _ = std::fs::remove_dir_all(&copy);
+    Ok(())
+}
+
 /// `cargo xtask add-version V --from STEP` in a fresh build.
 fn resume(version: &str, step: &str) -> Result<(), String> {
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["xtask", "add-version", version, "--from", step])
-            .current_dir(crate::codex_bin::repo_root())
-            .status()
-            .map_err(|e| format!("cargo xtask: {e}"))?;
+    let status = codex_wire::harness::cargo()
+        .args(["xtask", "add-version", version, "--from", step])
+        .current_dir(crate::codex_bin::repo_root())
+        .status()
+        .map_err(|e| format!("cargo xtask: {e}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -145,8 +265,8 @@ fn differing(
     // The fake processes the harness starts inherit it.
     std::env::set_var(TURN_FACTS_ENV, &facts_file);
     let work = std::env::temp_dir().join(format!("codex-wire-facts-{}", std::process::id()));
-    let mut out = Vec::new();
-    for case in cases {
+    // Each replay mostly waits out its grace windows: a few at once, as the turns test plays.
+    let same = harness::run_parallel(PARALLEL, cases, |case| {
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
         let real = std::fs::read_to_string(&recorded)
             .map_err(|e| format!("{}: {e}", recorded.display()))?;
@@ -157,11 +277,14 @@ fn differing(
         let fake = harness::run(case, &server, &work.join(&case.name))
             .and_then(|p| std::fs::read_to_string(p).map_err(|e| e.to_string()))
             .unwrap_or_default();
-        let same = match (diff::masked(&real), diff::masked(&fake)) {
+        Ok::<bool, String>(match (diff::masked(&real), diff::masked(&fake)) {
             (Ok(a), Ok(b)) => diff::compare(&a, &b).is_ok(),
             _ => false,
-        };
-        if !same {
+        })
+    });
+    let mut out = Vec::new();
+    for (case, same) in cases.iter().zip(same) {
+        if !same? {
             out.push(case.name.clone());
         }
     }
@@ -190,7 +313,7 @@ fn derive_facts(version: &str) -> Result<(), String> {
             dir.display()
         ));
     }
-    let bin = crate::turns::codex_wire_bin()?;
+    let bin = crate::codex_bin::codex_wire_bin()?;
     let mut facts = Map::new();
     for (key, mode) in [
         ("plan_mode_instructions", "plan"),

@@ -127,3 +127,17 @@ pub fn version_arg(args: &[String]) -> Result<Option<&str>, String> {
         })
         .transpose()
 }
+
+/// Builds `codex-wire` (debug) and returns its path.
+pub fn codex_wire_bin() -> Result<PathBuf, String> {
+    let root = repo_root();
+    let status = codex_wire::harness::cargo()
+        .args(["build", "--quiet", "--bin", "codex-wire"])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cargo build: {e}"))?;
+    if !status.success() {
+        return Err("cargo build --bin codex-wire failed".into());
+    }
+    Ok(root.join("target/debug/codex-wire"))
+}

@@ -188,8 +188,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let platform_name = format!("codex-wire-{os}-{cpu}");
 
     // The binary: what ships is the dist profile (as the wheel); --debug reuses the dev build.
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(&cargo);
+    let mut build = codex_wire::harness::cargo();
     build.args(["build", "-p", "codex-wire", "--bin", "codex-wire"]);
     if !debug {
         build.args(["--profile", "dist"]);

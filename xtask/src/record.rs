@@ -20,7 +20,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .collect();
     let version = crate::codex_bin::pick_version(version)?;
     let codex = crate::codex_bin::ensure_codex(&version, None)?;
-    let bin = crate::turns::codex_wire_bin()?;
+    let bin = crate::codex_bin::codex_wire_bin()?;
     let cases = harness::load_cases(&crate::turns::cases_dir())?;
     let known =
         std::fs::read_to_string(crate::turns::corpus_dir(&version).join("known_differences.txt"))

@@ -160,6 +160,42 @@ impl Drop for TempDir {
     }
 }
 
+/// The native binary behind an npm-installed `codex`, and the package root its launcher names.
+/// `node_modules/.bin/codex` is a Node script that only finds the platform package's binary and
+/// runs it with two environment variables; the Node process was half of each server start's CPU
+/// (0.2 s against 0.1 s, measured on 0.171.0), and a live run starts hundreds. Anything else (a
+/// `--codex` binary) runs as given.
+fn native(codex: &Path) -> (PathBuf, Option<PathBuf>) {
+    let triple = match std::env::consts::ARCH {
+        "x86_64" => "x86_64-unknown-linux-musl",
+        "aarch64" => "aarch64-unknown-linux-musl",
+        _ => return (codex.to_path_buf(), None),
+    };
+    let platform = match std::env::consts::ARCH {
+        "x86_64" => "codex-linux-x64",
+        _ => "codex-linux-arm64",
+    };
+    let shim = codex.parent().filter(|d| d.ends_with("node_modules/.bin"));
+    let Some(modules) = shim.and_then(Path::parent) else {
+        return (codex.to_path_buf(), None);
+    };
+    let root = modules.join("@openai/codex");
+    let bin = modules
+        .join("@openai")
+        .join(platform)
+        .join("vendor")
+        .join(triple)
+        .join("bin/codex");
+    match (
+        cfg!(target_os = "linux"),
+        bin.is_file(),
+        root.canonicalize(),
+    ) {
+        (true, true, Ok(root)) => (bin, Some(root)),
+        _ => (codex.to_path_buf(), None),
+    }
+}
+
 /// One running `codex app-server`.
 pub struct Server {
     child: Child,
@@ -183,7 +219,14 @@ impl Server {
     pub fn spawn(codex: &Path) -> Result<Server, String> {
         let home = TempDir::new("home")?;
         let cwd = TempDir::new("cwd")?;
-        let mut child = Command::new(codex)
+        let (program, package_root) = native(codex);
+        let mut cmd = Command::new(program);
+        if let Some(root) = package_root {
+            // What the npm launcher passes on (bin/codex.js, outside a package manager).
+            cmd.env("CODEX_MANAGED_BY_NPM", "1")
+                .env("CODEX_MANAGED_PACKAGE_ROOT", root);
+        }
+        let mut child = cmd
             .arg("app-server")
             .env("CODEX_HOME", &home.0)
             .env("TERM", "dumb")
@@ -350,15 +393,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.stdin = None; // EOF on stdin: the server exits on its own
-        let deadline = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // Whatever is left in its process group (node wrapper, native binary, children).
+        // Everything it answered has been read: no need to wait for its own shutdown on EOF
+        // (up to 0.3 s a run, hundreds of runs). The whole process group: node wrapper, native
+        // binary, children.
         let pgid = self.child.id() as libc::pid_t;
         // SAFETY: plain kill(2) on the process group we created for this child.
         unsafe {

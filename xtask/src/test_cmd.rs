@@ -5,8 +5,6 @@
 //! (real server with the scripted model against the fake), and a fixed-seed run of generated
 //! sessions (`fidelity`).
 
-use std::process::Command;
-
 pub fn main(args: &[String]) -> Result<(), String> {
     let versions = crate::codex_bin::versions()?;
     let mut bins = Vec::new();
@@ -16,7 +14,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         bins.push((v.clone(), codex));
     }
     let newest = &bins.last().expect("versions() is never empty").1;
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = codex_wire::harness::cargo()
         .args(["test", "--workspace"])
         .args(args)
         .env("CODEX_WIRE_CODEX", newest)

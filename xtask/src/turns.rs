@@ -8,7 +8,6 @@
 use codex_wire::diff;
 use codex_wire::harness::{self, Server};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The real server's turn transcripts of `version`: `tests/corpus/<V>/turns/`.
 pub fn corpus_dir(version: &str) -> PathBuf {
@@ -18,20 +17,6 @@ pub fn corpus_dir(version: &str) -> PathBuf {
 /// The turn cases, the same for every version: `tests/corpus/turns/`.
 pub fn cases_dir() -> PathBuf {
     crate::codex_bin::repo_root().join("tests/corpus/turns")
-}
-
-/// Builds `codex-wire` (debug) and returns its path.
-pub fn codex_wire_bin() -> Result<PathBuf, String> {
-    let root = crate::codex_bin::repo_root();
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--quiet", "--bin", "codex-wire"])
-        .current_dir(&root)
-        .status()
-        .map_err(|e| format!("cargo build: {e}"))?;
-    if !status.success() {
-        return Err("cargo build --bin codex-wire failed".into());
-    }
-    Ok(root.join("target/debug/codex-wire"))
 }
 
 fn compare(a: &Path, b: &Path) -> Result<(), String> {
@@ -85,7 +70,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     }
     let version = crate::codex_bin::pick_version(version)?;
     let codex = crate::codex_bin::ensure_codex(&version, None)?;
-    let bin = codex_wire_bin()?;
+    let bin = crate::codex_bin::codex_wire_bin()?;
     let dir = corpus_dir(&version);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let cases = harness::load_cases(&cases_dir())?;
@@ -183,7 +168,7 @@ fn real_run(
 /// adding a version, whose fake facts are derived from these recordings.
 pub fn record_only(version: &str) -> Result<(), String> {
     let codex = crate::codex_bin::ensure_codex(version, None)?;
-    let bin = codex_wire_bin()?;
+    let bin = crate::codex_bin::codex_wire_bin()?;
     let dir = corpus_dir(version);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let work = std::env::temp_dir().join("codex-wire-turns");

@@ -47,6 +47,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let out = root.join("target/wheels");
     let t0 = std::time::Instant::now();
     let mut cmd = Command::new(&maturin);
+    // maturin runs cargo: the same environment as a nested cargo (see `harness::cargo`).
+    codex_wire::harness::without_cargo_run_env(&mut cmd);
     cmd.args(["build", "--out"]).arg(&out).current_dir(&root);
     // What ships is built with the `dist` profile (whole-program LTO).
     if !debug {

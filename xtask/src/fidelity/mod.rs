@@ -396,21 +396,6 @@ fn candidates(case: &Case) -> Vec<Case> {
         .collect()
 }
 
-/// Builds `codex-wire` (debug) and returns its path.
-pub fn codex_wire_bin() -> Result<PathBuf, String> {
-    let root = crate::codex_bin::repo_root();
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--quiet", "--bin", "codex-wire"])
-            .current_dir(&root)
-            .status()
-            .map_err(|e| format!("cargo build: {e}"))?;
-    if !status.success() {
-        return Err("cargo build --bin codex-wire failed".into());
-    }
-    Ok(root.join("target/debug/codex-wire"))
-}
-
 /// Where kept sessions live: `tests/corpus/fidelity/` (cases), with the real server's
 /// transcript of each in `tests/corpus/<V>/fidelity/`.
 pub fn kept_dir() -> PathBuf {
@@ -453,7 +438,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let codex = crate::codex_bin::ensure_codex(&version, None)?;
     let bin = match &cli.bin {
         Some(b) => b.canonicalize().map_err(|e| format!("--bin: {e}"))?,
-        None => codex_wire_bin()?,
+        None => crate::codex_bin::codex_wire_bin()?,
     };
     let out = crate::codex_bin::repo_root()
         .join("target/fidelity")
