@@ -221,9 +221,12 @@ fn variants(v: &Value, out: &mut Vec<Value>) {
 
 #[test]
 fn structural_variants_of_accepted_lines() {
-    for &p in codex_wire::versions() {
-        variants_agree(p);
-    }
+    // A version a thread: one after another, this was the suite's longest test (~50 s, debug).
+    std::thread::scope(|s| {
+        for &p in codex_wire::versions() {
+            s.spawn(move || variants_agree(p));
+        }
+    });
 }
 
 fn variants_agree(p: &'static Protocol) {

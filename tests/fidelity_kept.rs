@@ -30,8 +30,8 @@ fn the_fake_plays_every_kept_session_as_the_real_server_did() {
     let bin = Path::new(env!("CARGO_BIN_EXE_codex-wire"));
     // Outside any git repository, as the recordings were made.
     let work = std::env::temp_dir().join(format!("codex-wire-kept-{}", std::process::id()));
-    let (mut failures, mut stale) = (Vec::new(), Vec::new());
-    for case in &cases {
+    // Each replay mostly waits out the fake's grace windows: four at once, as the turns test.
+    let results = harness::run_parallel(4, &cases, |case| {
         let path = recorded.join(format!("{}.real.jsonl", case.name));
         let real = std::fs::read_to_string(&path).unwrap_or_else(|e| {
             panic!(
@@ -43,7 +43,10 @@ fn the_fake_plays_every_kept_session_as_the_real_server_did() {
         let (fake, _) = harness::run_outcome(case, &server, &work.join(&case.name))
             .unwrap_or_else(|e| panic!("{}: the fake run could not start: {e}", case.name));
         let fake = std::fs::read_to_string(fake).unwrap_or_default();
-        let result = diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
+        diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap())
+    });
+    let (mut failures, mut stale) = (Vec::new(), Vec::new());
+    for (case, result) in cases.iter().zip(results) {
         match (result, known.contains(&case.name)) {
             (Ok(()), true) => stale.push(case.name.clone()),
             (Ok(()), false) | (Err(_), true) => {}

@@ -164,15 +164,19 @@ fn real_run(
     .map_err(|e| format!("{}: real run: {e}", case.name))
 }
 
-/// Records every turn case on the real binary of `version` (no fake run): the first half of
-/// adding a version, whose fake facts are derived from these recordings.
-pub fn record_only(version: &str) -> Result<(), String> {
+/// Records the turn cases named in `only` (empty: every one) on the real binary of `version`
+/// (no fake run): the first half of adding a version, whose fake facts are derived from these
+/// recordings.
+pub fn record(version: &str, only: &[String]) -> Result<(), String> {
     let codex = crate::codex_bin::ensure_codex(version, None)?;
     let bin = crate::codex_bin::codex_wire_bin()?;
     let dir = corpus_dir(version);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let work = std::env::temp_dir().join("codex-wire-turns");
-    let cases = harness::load_cases(&cases_dir())?;
+    let cases: Vec<harness::Case> = harness::load_cases(&cases_dir())?
+        .into_iter()
+        .filter(|c| only.is_empty() || only.contains(&c.name))
+        .collect();
     for case in &cases {
         let real = real_run(case, &bin, &codex, &work)?;
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
