@@ -281,6 +281,15 @@ pub fn main(args: &[String]) -> Result<(), String> {
     )?;
     write(&main_dir.join("steps.d.ts"), &steps_dts(&description_json))?;
     copy(&binary, &plat_dir.join("bin").join(exe))?;
+    if debug {
+        // The dev binary is half debug info (~200 MB), which `npm pack` would gzip and the
+        // tests' `npm install` unpack again; without it the package is what they need. Where
+        // binutils' `strip` is missing the package keeps it, a little slower.
+        let _ = Command::new("strip")
+            .arg("--strip-debug")
+            .arg(plat_dir.join("bin").join(exe))
+            .status();
+    }
     write(
         &plat_dir.join("README.md"),
         &format!(

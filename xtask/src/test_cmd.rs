@@ -7,12 +7,23 @@
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let versions = crate::codex_bin::versions()?;
+    // The tests build while npm installs the binaries (on a fresh clone, both take a while).
+    let prebuild = args.is_empty().then(|| {
+        std::thread::spawn(|| {
+            codex_wire::harness::cargo()
+                .args(["test", "--workspace", "--no-run", "--quiet"])
+                .current_dir(crate::codex_bin::repo_root())
+                .status()
+        })
+    });
     let mut bins = Vec::new();
     for v in &versions {
         let codex = crate::codex_bin::ensure_codex(v, None)?;
         println!("real codex {v}: {}", codex.display());
         bins.push((v.clone(), codex));
     }
+    // Its failure shows again, with the errors, in the run below.
+    let _ = prebuild.map(std::thread::JoinHandle::join);
     let newest = &bins.last().expect("versions() is never empty").1;
     let status = codex_wire::harness::cargo()
         .args(["test", "--workspace"])
