@@ -1,9 +1,11 @@
 //! `cargo xtask test`: the README's test command. Installs the real `codex` binary of every
 //! supported version (npm, into `target/codex-cache/<V>/`), runs every workspace test with
-//! `CODEX_WIRE_CODEX` pointing at the newest, then, per version, the live differential
-//! conformance run and the ignored-path oracle against that version's binary, the turn corpus
-//! (real server with the scripted model against the fake), and a fixed-seed run of generated
-//! sessions (`fidelity`).
+//! `CODEX_WIRE_CODEX` pointing at the newest and, beside them, the README's exactness tables and,
+//! per version, the live differential conformance run and the ignored-path oracle against that
+//! version's binary; then the turn corpus (real server with the scripted model against the
+//! fake), and a fixed-seed run of generated sessions (`fidelity`).
+
+use std::path::PathBuf;
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let versions = crate::codex_bin::versions()?;
@@ -24,6 +26,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     }
     // Its failure shows again, with the errors, in the run below.
     let _ = prebuild.map(std::thread::JoinHandle::join);
+    let live = live_beside_the_tests(&bins)?;
     let newest = &bins.last().expect("versions() is never empty").1;
     let status = codex_wire::harness::cargo()
         .args(["test", "--workspace"])
@@ -31,25 +34,29 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .env("CODEX_WIRE_CODEX", newest)
         .current_dir(crate::codex_bin::repo_root())
         .status()
-        .map_err(|e| format!("running cargo test: {e}"))?;
+        .map_err(|e| format!("running cargo test: {e}"));
+    let live = live
+        .join()
+        .map_err(|_| "the live checks' thread panicked".to_string())?;
+    let status = status?;
+    // The live checks' output, whole and in order, after the tests' (they ran side by side).
+    let mut failed = Vec::new();
+    for (title, log, outcome) in &live {
+        println!("== {title}");
+        let text = std::fs::read(log).unwrap_or_default();
+        let _ = std::fs::remove_file(log);
+        print!("{}", String::from_utf8_lossy(&text));
+        match outcome {
+            Ok(s) if s.success() => {}
+            Ok(s) => failed.push(format!("{title}: {s}")),
+            Err(e) => failed.push(format!("{title}: {e}")),
+        }
+    }
     if !status.success() {
         return Err(format!("cargo test failed ({status})"));
     }
-    println!("== README exactness tables against the recorded corpora");
-    crate::exactness::main(&["--check".into()])?;
-    for (v, codex) in &bins {
-        println!(
-            "== codex {v}: live differential conformance against {}",
-            codex.display()
-        );
-        crate::conformance::main(&[
-            "--version".into(),
-            v.clone(),
-            "--codex".into(),
-            codex.display().to_string(),
-        ])?;
-        println!("== codex {v}: live ignored-path oracle");
-        crate::oracle::main(&["--version".into(), v.clone()])?;
+    if !failed.is_empty() {
+        return Err(format!("live checks failed: {}", failed.join("; ")));
     }
     println!("== live turn corpus: the real server (scripted model) against the fake");
     crate::turns::main(&[])?;
@@ -63,6 +70,63 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "--require".into(),
         FIDELITY_REQUIRED.to_string(),
     ])
+}
+
+type LiveStep = (String, PathBuf, std::io::Result<std::process::ExitStatus>);
+
+/// The checks that need only the recorded corpora and the real binaries (the exactness tables,
+/// each version's live conformance and oracle), each a run of this xtask, one after another in a
+/// thread while `cargo test` runs: the tests leave a core idle about a third of the time, and
+/// these runs are mostly servers starting. Their timing cannot change a verdict: a reply is
+/// waited for up to 20 s, and an accepted request is judged by its acceptance alone. The turn
+/// corpus and the fidelity run (which compare the real server's timing) run after, alone.
+fn live_beside_the_tests(
+    bins: &[(String, PathBuf)],
+) -> Result<std::thread::JoinHandle<Vec<LiveStep>>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this xtask's path: {e}"))?;
+    let mut steps: Vec<(String, Vec<String>)> = vec![(
+        "README exactness tables against the recorded corpora".into(),
+        vec!["exactness".into(), "--check".into()],
+    )];
+    for (v, codex) in bins {
+        steps.push((
+            format!(
+                "codex {v}: live differential conformance against {}",
+                codex.display()
+            ),
+            vec![
+                "conformance".into(),
+                "--version".into(),
+                v.clone(),
+                "--codex".into(),
+                codex.display().to_string(),
+            ],
+        ));
+        steps.push((
+            format!("codex {v}: live ignored-path oracle"),
+            vec!["oracle".into(), "--version".into(), v.clone()],
+        ));
+    }
+    let logs = crate::codex_bin::repo_root().join("target/xtask-test");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    Ok(std::thread::spawn(move || {
+        let mut done = Vec::new();
+        for (i, (title, args)) in steps.into_iter().enumerate() {
+            let log = logs.join(format!("live-{i}.log"));
+            let outcome = std::fs::File::create(&log).and_then(|out| {
+                let err = out.try_clone()?;
+                std::process::Command::new(&exe)
+                    .args(&args)
+                    .current_dir(crate::codex_bin::repo_root())
+                    .stdin(std::process::Stdio::null())
+                    .stdout(out)
+                    .stderr(err)
+                    .status()
+            });
+            done.push((title, log, outcome));
+        }
+        done
+    }))
 }
 
 /// The live fidelity run of `cargo xtask test`: a fixed seed, sized to about a minute; the
