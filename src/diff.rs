@@ -53,12 +53,11 @@ pub const FLOATING: &[&str] = &[
 /// result just before the turn's start (its `thread/status/changed` active, `turn/started`), an
 /// interrupt's just before the turn's end (its idle status, `turn/completed`).
 ///
-/// A thread's status change sent twice in a row, the same status both times, is one: the thread
-/// watcher sends a change only when the status changes, but a removed thread is marked unloaded
-/// both by the removing request (`finalize_thread_teardown`) and by its listener task seeing the
-/// shutdown, and the two can each find it loaded. Seen real against real on 0.171.0: a
-/// `thread/delete` after `thread/unsubscribe` sent `notLoaded` twice
-/// (`tests/corpus/0.171.0/races/`).
+/// A thread's status change sent twice in a row, the same status both times, is one. Seen real
+/// against real on 0.171.0: a `thread/delete` after `thread/unsubscribe` sent `notLoaded` once in
+/// the recording and twice in a later run (`tests/corpus/0.171.0/races/`); the handler shuts the
+/// thread down and then tears it down (`prepare_thread_for_removal`), so more than one task
+/// reports it unloaded.
 fn settle_races(t: &mut Vec<Entry>) {
     t.dedup_by(|later, earlier| {
         method(earlier) == Some("thread/status/changed")
