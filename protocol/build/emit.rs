@@ -564,13 +564,13 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
     let feature_list = embed(&embeds.features, "[]");
     let fast_entries = e.fast_entries();
     let methods = &m.client_methods;
-    // `method => Some(check::<ResponseType>(v))`, for either direction's result table.
+    // `method => Some(check_typed::<ResponseType>(v))`, for either direction's result table.
     let check_arms = |table: &[(String, usize)]| -> Vec<TokenStream> {
         table
             .iter()
             .map(|(method, t)| {
                 let ty = e.path_of(*t);
-                quote!(#method => Some(check::<#ty>(v, p)))
+                quote!(#method => Some(check_typed::<#ty>(v, p)))
             })
             .collect()
     };
@@ -624,7 +624,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
 
         /// A `result` checked against `T`: the ignored paths, or the deserialization error.
         /// `p` is the message root (a server walk also collects absent always-sent keys there).
-        fn check<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value, p: &mut JsonPath) -> Result<Vec<String>, String> {
+        fn check_typed<T: Track + for<'de> Deserialize<'de>>(v: &serde_json::Value, p: &mut JsonPath) -> Result<Vec<String>, String> {
             T::deserialize(v).map_err(|e| e.to_string())?;
             p.key("result");
             let mut out = Vec::new();
@@ -700,24 +700,24 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
     }
 }
 
-/// Top-level names an item group defines, and every identifier it mentions.
-fn names_of(group: &TokenStream) -> (Vec<String>, BTreeSet<String>) {
-    let file: syn::File =
-        syn::parse2(group.clone()).unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
-    let defines = file
-        .items
-        .iter()
-        .filter_map(|it| match it {
-            syn::Item::Struct(i) => Some(i.ident.to_string()),
-            syn::Item::Enum(i) => Some(i.ident.to_string()),
-            syn::Item::Mod(i) => Some(i.ident.to_string()),
-            syn::Item::Type(i) => Some(i.ident.to_string()),
-            syn::Item::Fn(i) => Some(i.sig.ident.to_string()),
-            syn::Item::Const(i) => Some(i.ident.to_string()),
-            syn::Item::Static(i) => Some(i.ident.to_string()),
-            _ => None,
-        })
-        .collect();
+/// What an item group defines and mentions.
+struct Names {
+    /// Its top-level names.
+    defines: Vec<String>,
+    /// Those that are types (structs, enums, aliases).
+    types: BTreeSet<String>,
+    /// Whether it defines nothing but types and their impls.
+    all_types: bool,
+    /// The types it gives a `Fast` impl.
+    fast: BTreeSet<String>,
+    /// Every identifier its `Fast` impls mention.
+    fast_mentions: BTreeSet<String>,
+    /// Every identifier it mentions.
+    mentions: BTreeSet<String>,
+}
+
+fn names_of(group: &TokenStream) -> Names {
+    use quote::ToTokens;
     fn walk(ts: TokenStream, out: &mut BTreeSet<String>) {
         for t in ts {
             match t {
@@ -729,9 +729,51 @@ fn names_of(group: &TokenStream) -> (Vec<String>, BTreeSet<String>) {
             }
         }
     }
-    let mut mentions = BTreeSet::new();
-    walk(group.clone(), &mut mentions);
-    (defines, mentions)
+    let file: syn::File =
+        syn::parse2(group.clone()).unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
+    let mut n = Names {
+        defines: Vec::new(),
+        types: BTreeSet::new(),
+        all_types: true,
+        fast: BTreeSet::new(),
+        fast_mentions: BTreeSet::new(),
+        mentions: BTreeSet::new(),
+    };
+    for it in &file.items {
+        let (name, is_type) = match it {
+            syn::Item::Struct(i) => (i.ident.to_string(), true),
+            syn::Item::Enum(i) => (i.ident.to_string(), true),
+            syn::Item::Type(i) => (i.ident.to_string(), true),
+            syn::Item::Mod(i) => (i.ident.to_string(), false),
+            syn::Item::Fn(i) => (i.sig.ident.to_string(), false),
+            syn::Item::Const(i) => (i.ident.to_string(), false),
+            syn::Item::Static(i) => (i.ident.to_string(), false),
+            syn::Item::Impl(i) => {
+                let is_fast = i.trait_.as_ref().is_some_and(|(_, path, _)| {
+                    path.segments.last().is_some_and(|s| s.ident == "Fast")
+                });
+                if let (true, syn::Type::Path(tp)) = (is_fast, &*i.self_ty) {
+                    if let Some(s) = tp.path.segments.last() {
+                        n.fast.insert(s.ident.to_string());
+                    }
+                    walk(i.to_token_stream(), &mut n.fast_mentions);
+                }
+                continue;
+            }
+            _ => {
+                n.all_types = false;
+                continue;
+            }
+        };
+        if is_type {
+            n.types.insert(name.clone());
+        } else {
+            n.all_types = false;
+        }
+        n.defines.push(name);
+    }
+    walk(group.clone(), &mut n.mentions);
+    n
 }
 
 /// The module of one version: `0.171.0` → `v0_171_0`.
@@ -739,17 +781,26 @@ fn version_module(version: &str) -> Ident {
     format_ident!("v{}", version.replace(['.', '-'], "_"))
 }
 
-/// Every version's protocol in one file. A type group whose code is identical in several versions,
-/// and whose every mention of another generated name resolves to the same (shared) item in each,
-/// is emitted once in a `shared_*` module and re-exported by each version; everything else is
-/// emitted per version. `versions`: (version, path of its bundle, its embedded files, model),
-/// oldest first.
+/// The parameter a shared generic type takes: the version it is instantiated for.
+const PARAM: &str = "CwV";
+
+/// Every version's protocol in one file. A type group (a type and its impls) whose code is
+/// identical in several versions is emitted once, in a `shared_*` module, and used by each:
+/// - as it is, when every generated name it mentions is itself shared as it is by the same
+///   versions (a fixpoint demotes the others);
+/// - otherwise generic over the version (`CwV: VersionTypes`): each mention of a name that
+///   resolves differently per version becomes `<CwV as VersionTypes>::Name`, and each version
+///   instantiates it with its own marker (`pub type Name = shared_…::Name<VersionMarker>`).
+///   The compiler checks and expands the code once instead of once a version (most of the
+///   generated crate's front end, the critical path of every build).
+///
+/// Everything else is emitted per version. `versions`: (version, path of its bundle, its
+/// embedded files, model), oldest first.
 pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
     struct Group {
         tokens: TokenStream,
         code: String,
-        defines: Vec<String>,
-        mentions: BTreeSet<String>,
+        names: Names,
     }
     // Per version: its groups, and which group defines each name.
     let mut groups: Vec<Vec<Group>> = Vec::new();
@@ -757,33 +808,43 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
     // Names of each version's entry points: a group that mentions one is never shared.
     let mut api_names: Vec<Vec<String>> = Vec::new();
     for (version, bundle, embeds, m) in versions {
-        api_names.push(names_of(&version_api(m, version, bundle, embeds)).0);
+        api_names.push(names_of(&version_api(m, version, bundle, embeds)).defines);
         let gs: Vec<Group> = type_groups(m)
             .into_iter()
-            .map(|tokens| {
-                let (defines, mentions) = names_of(&tokens);
-                Group {
-                    code: tokens.to_string(),
-                    tokens,
-                    defines,
-                    mentions,
-                }
+            .map(|tokens| Group {
+                code: tokens.to_string(),
+                names: names_of(&tokens),
+                tokens,
             })
             .collect();
         let mut own = HashMap::new();
         for (i, g) in gs.iter().enumerate() {
-            for d in &g.defines {
+            for d in &g.names.defines {
                 own.insert(d.clone(), i);
             }
         }
         groups.push(gs);
         owner.push(own);
     }
+    // A name is a type (a projection can stand for it) when it is one in every version that
+    // defines it; it can be checked by the fast path when every such version's `Fast` covers it.
+    let is_type = |name: &str| {
+        (0..versions.len()).all(|v| match owner[v].get(name) {
+            Some(&i) => groups[v][i].names.types.contains(name),
+            None => true,
+        })
+    };
+    let is_fast = |name: &str| {
+        (0..versions.len()).all(|v| match owner[v].get(name) {
+            Some(&i) => groups[v][i].names.fast.contains(name),
+            None => true,
+        })
+    };
     // Candidate classes: (primary name, code) → versions holding exactly that code.
     let mut classes: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
     for (v, gs) in groups.iter().enumerate() {
         for g in gs {
-            if let Some(primary) = g.defines.first() {
+            if let Some(primary) = g.names.defines.first() {
                 classes
                     .entry((primary.clone(), g.code.clone()))
                     .or_default()
@@ -791,48 +852,109 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
             }
         }
     }
+    #[derive(Clone, Copy, PartialEq)]
+    enum Share {
+        Plain,
+        Generic,
+        Demoted,
+    }
     // loc[v][group] = Some(class index) when shared.
     let class_list: Vec<((String, String), Vec<usize>)> =
         classes.into_iter().filter(|(_, vs)| vs.len() > 1).collect();
     let mut loc: Vec<Vec<Option<usize>>> = groups.iter().map(|gs| vec![None; gs.len()]).collect();
-    let mut alive = vec![true; class_list.len()];
+    let mut share = vec![Share::Plain; class_list.len()];
     for (c, ((primary, _), vs)) in class_list.iter().enumerate() {
         for &v in vs {
             loc[v][owner[v][primary]] = Some(c);
         }
     }
-    // Demote until every shared group's mentions resolve to one shared item in all its versions.
+    // Names a generic class projects: every generated name it mentions that is not shared as it
+    // is by all of its versions (its own names included).
+    let mut projected: Vec<BTreeSet<String>> = vec![BTreeSet::new(); class_list.len()];
     loop {
         let mut changed = false;
         for (c, ((primary, _), vs)) in class_list.iter().enumerate() {
-            if !alive[c] {
+            if share[c] == Share::Demoted {
                 continue;
             }
             let g = &groups[vs[0]][owner[vs[0]][primary]];
-            let ok = g.mentions.iter().all(|name| {
-                if g.defines.contains(name) {
-                    return true;
-                }
+            let mut proj = BTreeSet::new();
+            let mut demote = false;
+            for name in &g.names.mentions {
                 if vs.iter().any(|&v| api_names[v].contains(name)) {
-                    return false;
+                    demote = true;
+                    break;
                 }
                 let at: Vec<Option<Option<usize>>> = vs
                     .iter()
                     .map(|&v| owner[v].get(name).map(|&i| loc[v][i]))
                     .collect();
-                match at[0] {
+                let plain = match at[0] {
                     // Not a generated name in the first version: it must be one in none.
-                    None => at.iter().all(Option::is_none),
-                    Some(first) => first.is_some() && at.iter().all(|x| *x == Some(first)),
-                }
-            });
-            if !ok {
-                alive[c] = false;
-                changed = true;
-                for &v in vs {
-                    loc[v][owner[v][primary]] = None;
+                    None => {
+                        if at.iter().all(Option::is_none) {
+                            continue;
+                        }
+                        demote = true;
+                        break;
+                    }
+                    // Its own names: projected only if something else is.
+                    _ if g.names.defines.contains(name) => continue,
+                    Some(Some(k)) => {
+                        share[k] == Share::Plain && at.iter().all(|x| *x == Some(Some(k)))
+                    }
+                    Some(None) => false,
+                };
+                if !plain {
+                    if at.iter().any(Option::is_none) || !is_type(name) {
+                        demote = true;
+                        break;
+                    }
+                    proj.insert(name.clone());
                 }
             }
+            if !proj.is_empty() {
+                proj.extend(
+                    g.names
+                        .defines
+                        .iter()
+                        .filter(|d| g.names.mentions.contains(*d))
+                        .cloned(),
+                );
+            }
+            // A projection has the bounds every version's type has: a `Fast` impl needs `Fast`.
+            if !demote
+                && proj
+                    .iter()
+                    .any(|n| g.names.fast_mentions.contains(n) && !is_fast(n))
+            {
+                demote = true;
+            }
+            // Only structs, enums and aliases (and their impls) take a parameter.
+            if !demote && !proj.is_empty() && !g.names.all_types {
+                demote = true;
+            }
+            // What the rewrite cannot express (a name in a value path, …) stays per version.
+            if !demote && !proj.is_empty() && proj != projected[c] {
+                demote = genericize(&g.tokens, &proj).is_err();
+            }
+            let now = if demote {
+                Share::Demoted
+            } else if proj.is_empty() {
+                Share::Plain
+            } else {
+                Share::Generic
+            };
+            if now != share[c] {
+                share[c] = now;
+                changed = true;
+                if now == Share::Demoted {
+                    for &v in vs {
+                        loc[v][owner[v][primary]] = None;
+                    }
+                }
+            }
+            projected[c] = proj;
         }
         if !changed {
             break;
@@ -845,7 +967,7 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
     // One module per set of versions that shares groups.
     let mut shared: BTreeMap<Vec<usize>, Vec<usize>> = BTreeMap::new();
     for (c, (_, vs)) in class_list.iter().enumerate() {
-        if alive[c] {
+        if share[c] != Share::Demoted {
             shared.entry(vs.clone()).or_default().push(c);
         }
     }
@@ -853,15 +975,37 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
         let parts: Vec<String> = vs.iter().map(|v| v.to_string()).collect();
         format_ident!("shared_{}", parts.join("_"))
     };
+    // Every name some generic class projects: `VersionTypes`' associated types.
+    let assoc: BTreeSet<String> = (0..class_list.len())
+        .filter(|&c| share[c] == Share::Generic)
+        .flat_map(|c| projected[c].iter().cloned())
+        .collect();
     let mut out = Vec::new();
     let mut reexports: Vec<Vec<TokenStream>> = vec![Vec::new(); versions.len()];
     for (vs, cs) in &shared {
         let name = shared_name(vs);
         let source = version_module(&versions[vs[0]].0);
-        let items = cs.iter().map(|&c| {
+        let mut items = Vec::new();
+        for &c in cs {
             let primary = &class_list[c].0 .0;
-            &groups[vs[0]][owner[vs[0]][primary]].tokens
-        });
+            let g = &groups[vs[0]][owner[vs[0]][primary]];
+            let (tokens, generic) = if share[c] == Share::Generic {
+                genericize(&g.tokens, &projected[c]).expect("checked by the fixpoint")
+            } else {
+                (g.tokens.clone(), BTreeSet::new())
+            };
+            items.push(tokens);
+            for &v in vs {
+                for d in &groups[v][owner[v][primary]].names.defines {
+                    let d: Ident = syn::parse_str(d).expect("a generated name");
+                    reexports[v].push(if generic.contains(&d.to_string()) {
+                        quote!(pub type #d = super::#name::#d<VersionMarker>;)
+                    } else {
+                        quote!(pub use super::#name::#d;)
+                    });
+                }
+            }
+        }
         out.push(quote! {
             pub mod #name {
                 #preamble
@@ -869,16 +1013,6 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
                 #(#items)*
             }
         });
-        for &v in vs {
-            let names = cs.iter().flat_map(|&c| {
-                let primary = &class_list[c].0 .0;
-                groups[v][owner[v][primary]].defines.iter().map(|d| {
-                    let d: Ident = syn::parse_str(d).expect("a generated name");
-                    d
-                })
-            });
-            reexports[v].push(quote!(pub use super::#name::{#(#names),*};));
-        }
     }
     for (v, (version, bundle, embeds, m)) in versions.iter().enumerate() {
         let module = version_module(version);
@@ -889,11 +1023,23 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
             .map(|(_, g)| &g.tokens);
         let api = version_api(m, version, bundle, embeds);
         let re = &reexports[v];
+        let types = assoc.iter().map(|n| {
+            let id: Ident = syn::parse_str(n).expect("a generated name");
+            if owner[v].contains_key(n) {
+                quote!(type #id = #id;)
+            } else {
+                quote!(type #id = super::Absent;)
+            }
+        });
         out.push(quote! {
             pub mod #module {
                 #preamble
                 #(#re)*
                 #(#own)*
+                /// This version, as the parameter of the types it shares generically.
+                #[derive(Debug)]
+                pub enum VersionMarker {}
+                impl super::VersionTypes for VersionMarker { #(#types)* }
                 #api
             }
         });
@@ -905,12 +1051,148 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
             quote!(&#m::PROTOCOL)
         })
         .collect();
+    let decls = assoc.iter().map(|n| {
+        let id: Ident = syn::parse_str(n).expect("a generated name");
+        let fast = is_fast(n).then(|| quote!(+ crate::fast::Fast));
+        quote!(type #id: core::fmt::Debug + for<'de> serde::Deserialize<'de> + crate::track::Track #fast;)
+    });
     let file = quote! {
         /// Every version, oldest first.
         pub static VERSIONS: &[&crate::Protocol] = &[#(#all),*];
+        /// What a version names by each name that differs between the versions sharing a type
+        /// generically (a version without the name: [`Absent`]).
+        pub trait VersionTypes: 'static + core::fmt::Debug { #(#decls)* }
+        /// A name a version does not have; no value has this type.
+        #[derive(Debug, serde::Deserialize)]
+        pub enum Absent {}
+        impl crate::track::Track for Absent {
+            fn track(_: &serde_json::Value, _: &mut crate::track::JsonPath, _: &mut Vec<String>) {}
+        }
+        impl crate::fast::Fast for Absent {
+            fn fast(_: &mut crate::fast::Scan, _: &mut crate::track::JsonPath, _: &mut Vec<String>) -> crate::fast::R {
+                Err(crate::fast::Bail)
+            }
+        }
         #(#out)*
     };
     let parsed: syn::File =
         syn::parse2(file).unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
     prettyplease::unparse(&parsed)
+}
+
+/// One group rewritten generic over the version: each type-position mention of a name in
+/// `proj` becomes `<CwV as VersionTypes>::Name`; each struct, enum or alias whose rewritten body
+/// names the parameter takes it (and so do its impls). Returns the code and the names that
+/// became generic, or why the group cannot be (it is then emitted per version).
+fn genericize(
+    tokens: &TokenStream,
+    proj: &BTreeSet<String>,
+) -> Result<(TokenStream, BTreeSet<String>), String> {
+    use quote::ToTokens;
+    use syn::visit_mut::VisitMut;
+    struct Proj<'a>(&'a BTreeSet<String>, Option<String>);
+    impl VisitMut for Proj<'_> {
+        fn visit_type_mut(&mut self, t: &mut syn::Type) {
+            if let syn::Type::Path(tp) = t {
+                let path = &tp.path;
+                if tp.qself.is_none()
+                    && path.leading_colon.is_none()
+                    && path.segments.len() == 1
+                    && path.segments[0].arguments.is_none()
+                    && self.0.contains(&path.segments[0].ident.to_string())
+                {
+                    let id = &path.segments[0].ident;
+                    let param = ident(PARAM);
+                    *t = syn::parse_quote!(<#param as super::VersionTypes>::#id);
+                    return;
+                }
+            }
+            syn::visit_mut::visit_type_mut(self, t);
+        }
+        fn visit_path_mut(&mut self, p: &mut syn::Path) {
+            // Reached outside a type: a value or pattern path, which a projection cannot name.
+            if let Some(first) = p.segments.first() {
+                if self.0.contains(&first.ident.to_string()) {
+                    self.1 = Some(format!("`{}` named outside a type", first.ident));
+                }
+            }
+            syn::visit_mut::visit_path_mut(self, p);
+        }
+    }
+    let names_param = |ts: TokenStream| {
+        fn walk(ts: TokenStream) -> bool {
+            ts.into_iter().any(|t| match t {
+                proc_macro2::TokenTree::Ident(i) => i == PARAM,
+                proc_macro2::TokenTree::Group(g) => walk(g.stream()),
+                _ => false,
+            })
+        }
+        walk(ts)
+    };
+    let mut file: syn::File = syn::parse2(tokens.clone())
+        .unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
+    let param = ident(PARAM);
+    let generics: syn::Generics = syn::parse_quote!(<#param: super::VersionTypes>);
+    let mut generic = BTreeSet::new();
+    let mut proj = Proj(proj, None);
+    for item in &mut file.items {
+        match item {
+            syn::Item::Struct(i) => {
+                proj.visit_fields_mut(&mut i.fields);
+                if names_param(i.fields.to_token_stream()) {
+                    i.generics = generics.clone();
+                    i.attrs.push(syn::parse_quote!(#[serde(bound = "")]));
+                    generic.insert(i.ident.to_string());
+                }
+            }
+            syn::Item::Enum(i) => {
+                for v in &mut i.variants {
+                    proj.visit_fields_mut(&mut v.fields);
+                }
+                if i.variants
+                    .iter()
+                    .any(|v| names_param(v.fields.to_token_stream()))
+                {
+                    i.generics = generics.clone();
+                    i.attrs.push(syn::parse_quote!(#[serde(bound = "")]));
+                    generic.insert(i.ident.to_string());
+                }
+            }
+            syn::Item::Type(i) => {
+                proj.visit_type_mut(&mut i.ty);
+                if names_param(i.ty.to_token_stream()) {
+                    // An alias's bounds are not enforced (the projections are qualified).
+                    i.generics = syn::parse_quote!(<#param>);
+                    generic.insert(i.ident.to_string());
+                }
+            }
+            syn::Item::Impl(_) => {}
+            other => return Err(format!("an item {}", other.to_token_stream())),
+        }
+    }
+    for item in &mut file.items {
+        if let syn::Item::Impl(i) = item {
+            let self_name = match &*i.self_ty {
+                syn::Type::Path(tp) if tp.path.segments.len() == 1 => {
+                    tp.path.segments[0].ident.clone()
+                }
+                other => return Err(format!("an impl for {}", other.to_token_stream())),
+            };
+            for it in &mut i.items {
+                proj.visit_impl_item_mut(it);
+            }
+            if generic.contains(&self_name.to_string()) {
+                i.generics = generics.clone();
+                *i.self_ty = syn::parse_quote!(#self_name<#param>);
+            } else if i.items.iter().any(|it| names_param(it.to_token_stream())) {
+                panic!(
+                    "generic sharing: impl for {self_name} names the version, its type does not"
+                );
+            }
+        }
+    }
+    match proj.1 {
+        Some(why) => Err(why),
+        None => Ok((file.into_token_stream(), generic)),
+    }
 }

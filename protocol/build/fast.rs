@@ -211,14 +211,16 @@ impl Emitter<'_> {
         } else {
             quote!(None)
         };
+        // An inline const, not a static: a type shared by several versions is generic over
+        // them (`emit::emit_all`), and only a const can name its parameter.
         quote!({
-            static FIELDS: crate::fast::Fields = crate::fast::Fields {
+            let fields: &'static crate::fast::Fields = const { &crate::fast::Fields {
                 fields: &[#(#entries),*],
                 slots: &[#(#slots),*],
                 required: #required,
                 deny: #deny,
-            };
-            crate::fast::walk(s, p, out, &FIELDS, #tag)
+            } };
+            crate::fast::walk(s, p, out, fields, #tag)
         })
     }
 

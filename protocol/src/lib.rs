@@ -4,8 +4,8 @@
 //! hand-written deserializers ([`custom`]).
 //!
 //! Each version is a module of generated types plus one [`Protocol`] table of entry points; a
-//! type that is the same in several versions is generated once and shared (see
-//! `build/emit.rs`). The engine holds a `&'static Protocol` and never names a version.
+//! type whose code is the same in several versions is generated once and shared, generic over
+//! the version where the types it names differ (see `build/emit.rs`). The engine holds a `&'static Protocol` and never names a version.
 
 // The runtime lives in a crate of its own (optimised apart, see `runtime/Cargo.toml`); the
 // generated code names it as `crate::fast`, `crate::track`, … through these re-exports.
