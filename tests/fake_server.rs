@@ -405,7 +405,11 @@ fn threads_resume_fork_list_goal_steer_interrupt_compact() {
     let goal = json!({"steps": [{"kind": "message", "text": "working"}, {"kind": "usage", "input": 2, "output": 3}],
                       "continuations": [{"steps": [{"kind": "message", "text": "done", "phase": "final_answer"},
                                                    {"kind": "usage", "input": 20, "output": 30}]}]});
-    let slow = json!({"steps": [{"kind": "progress", "seconds": 30, "interval": 0.05}]});
+    // Steering abandons the first response and plays the next one: both are long, so the
+    // interrupt cannot lose a race with a quick default answer on a loaded machine.
+    let slow = json!({"steps": [{"kind": "progress", "seconds": 30, "interval": 0.05},
+                                {"kind": "command", "command": "ls", "output": ""},
+                                {"kind": "progress", "seconds": 30, "interval": 0.05}]});
     let mut c = Client::spawn(&dir, json!({"turns": [goal, slow]}));
     c.init();
     let tid = c.thread();
