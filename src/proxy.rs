@@ -1,10 +1,12 @@
 //! `codex-wire proxy [--transcript FILE] -- <codex command…>`: sits between a client and the
-//! real server over stdio. Bytes are forwarded unchanged and at once (chunk by chunk, not line
-//! by line); complete lines are handed to an analyzer thread that runs the engine, writes the
-//! transcript and flags findings on stderr. The child's exit code or signal is passed through.
+//! real server over stdio. Bytes are forwarded unchanged, chunk by chunk (not line by line);
+//! each complete line is first judged by the engine, written to the transcript and flagged on
+//! stderr. The child's exit code or signal is passed through.
 //!
-//! Each reader hands its lines to the analyzer *before* forwarding them, so the analyzer sees
-//! a server request before the client can possibly answer it.
+//! A line is in the transcript *before* the chunk that completes it is forwarded: the analyzer
+//! sees a server request before the client can answer it, and a client that read a reply can
+//! read its transcript entry, even when it kills the proxy at once (the Python SDK's `close`
+//! sends SIGKILL 2 s after SIGTERM; a transcript written behind the traffic lost its tail).
 
 use crate::validate::input::to_hex;
 use crate::validate::report::{self, Record, Stats, Style};
@@ -15,7 +17,7 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Run a real `codex app-server` behind a checking proxy: stdio is forwarded unchanged,
@@ -60,12 +62,6 @@ extern "C" fn forward_signal(sig: libc::c_int) {
     } else {
         PENDING.store(sig, Ordering::SeqCst);
     }
-}
-
-enum Msg {
-    Line(Dir, Vec<u8>),
-    /// A direction reached end of file.
-    Eof(Dir),
 }
 
 pub fn main(cli: Cli) -> ExitCode {
@@ -228,45 +224,31 @@ pub fn run(o: &Options) -> Exit {
             libc::kill(pid, early);
         }
     }
-    let (tx, rx) = mpsc::channel::<Msg>();
     let mut child_in = child.stdin.take().expect("piped stdin");
     let mut child_out = child.stdout.take().expect("piped stdout");
-    let tx_in = tx.clone();
-    // Client → server. When the client closes, the child's stdin is closed too.
-    std::thread::spawn(move || {
-        let stdin = io::stdin();
-        let mut stdin = stdin.lock();
-        pump(&mut stdin, &mut child_in, Dir::In, &tx_in);
-    });
-    // Server → client.
-    let pump_out = std::thread::spawn(move || {
-        let stdout = io::stdout();
-        let mut stdout = stdout.lock();
-        pump(&mut child_out, &mut stdout, Dir::Out, &tx);
-    });
     let argv: Vec<&String> = command.iter().collect();
     let mut an = Analyzer::new(transcript, allow, quiet, pid, name.to_string(), protocol);
     an.redact = o.redact.cloned();
     an.event(serde_json::json!({"event": "spawn", "argv": argv, "ppid": std::process::id()}));
-    // Runs until both readers are gone (the server's stdout closed and the client's either
-    // closed or abandoned).
-    let analyzer = std::thread::spawn(move || {
-        for m in rx {
-            match m {
-                Msg::Line(dir, line) => an.line(dir, &line),
-                Msg::Eof(Dir::In) => an.event(serde_json::json!({"event": "stdin_eof"})),
-                Msg::Eof(Dir::Out) => break,
-            }
-        }
-        an
+    let an = Shared(Arc::new(Mutex::new(an)));
+    let an_in = an.clone();
+    // Client → server. When the client closes, the child's stdin is closed too.
+    std::thread::spawn(move || {
+        let stdin = io::stdin();
+        let mut stdin = stdin.lock();
+        pump(&mut stdin, &mut child_in, Dir::In, &an_in);
+    });
+    // Server → client.
+    let an_out = an.clone();
+    let pump_out = std::thread::spawn(move || {
+        let stdout = io::stdout();
+        let mut stdout = stdout.lock();
+        pump(&mut child_out, &mut stdout, Dir::Out, &an_out);
     });
     let status = child.wait();
     // The child is gone: forward what it wrote, then finish the analysis.
     let _ = pump_out.join();
-    let mut an = match analyzer.join() {
-        Ok(an) => an,
-        Err(_) => return Exit::Code(2),
-    };
+    let mut an = an.lock();
     use std::os::unix::process::ExitStatusExt;
     let (code, signal) = match &status {
         Ok(s) => (s.code(), s.signal()),
@@ -284,9 +266,21 @@ pub fn run(o: &Options) -> Exit {
     }
 }
 
-/// Copies `from` to `to` chunk by chunk, flushing each, and sends complete lines to the
-/// analyzer before forwarding the chunk that completes them.
-fn pump(from: &mut impl Read, to: &mut impl Write, dir: Dir, tx: &mpsc::Sender<Msg>) {
+/// The analyzer both readers feed, one line at a time.
+#[derive(Clone)]
+struct Shared(Arc<Mutex<Analyzer>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Analyzer> {
+        // A reader that panicked mid-line leaves the analyzer usable: the transcript's lines
+        // are whole (one write each).
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Copies `from` to `to` chunk by chunk, flushing each, after the analyzer has taken the
+/// complete lines of the chunk.
+fn pump(from: &mut impl Read, to: &mut impl Write, dir: Dir, an: &Shared) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut partial = Vec::new();
     let mut forwarding = true;
@@ -302,7 +296,8 @@ fn pump(from: &mut impl Read, to: &mut impl Write, dir: Dir, tx: &mpsc::Sender<M
         for (i, &b) in chunk.iter().enumerate() {
             if b == b'\n' {
                 partial.extend_from_slice(&chunk[start..i]);
-                let _ = tx.send(Msg::Line(dir, std::mem::take(&mut partial)));
+                an.lock().line(dir, &partial);
+                partial.clear();
                 start = i + 1;
             }
         }
@@ -312,10 +307,11 @@ fn pump(from: &mut impl Read, to: &mut impl Write, dir: Dir, tx: &mpsc::Sender<M
             forwarding = false;
         }
     }
+    let mut an = an.lock();
     if !partial.is_empty() {
-        let _ = tx.send(Msg::Line(dir, partial));
+        an.line(dir, &partial);
     }
-    let _ = tx.send(Msg::Eof(dir));
+    an.eof(dir);
 }
 
 struct Analyzer {
@@ -330,6 +326,8 @@ struct Analyzer {
     count: [u64; 2],
     name: String,
     redact: Option<crate::record::redact::Redactor>,
+    /// The server's output ended: the session is over, later client lines are not judged.
+    closed: bool,
 }
 
 impl Analyzer {
@@ -357,6 +355,7 @@ impl Analyzer {
             count: [0, 0],
             name,
             redact: None,
+            closed: false,
         }
     }
 
@@ -385,7 +384,18 @@ impl Analyzer {
         );
     }
 
+    fn eof(&mut self, dir: Dir) {
+        match dir {
+            _ if self.closed => {}
+            Dir::In => self.event(serde_json::json!({"event": "stdin_eof"})),
+            Dir::Out => self.closed = true,
+        }
+    }
+
     fn line(&mut self, dir: Dir, line: &[u8]) {
+        if self.closed {
+            return;
+        }
         let i = (dir == Dir::Out) as usize;
         self.count[i] += 1;
         let n = self.count[i];

@@ -114,3 +114,51 @@ fn a_missing_command_is_a_clear_error() {
     let out = Command::new(bin()).args(["proxy"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A line the client has read is already in the transcript, even when the client kills the
+/// proxy the moment it has it (the Python SDK's `close` kills 2 s after SIGTERM; a reader of
+/// the transcript after that must see everything the client saw).
+#[test]
+fn a_line_the_client_read_is_in_the_transcript_even_if_it_kills_the_proxy_at_once() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let dir = tmp("killed");
+    let transcript = dir.join("t.jsonl");
+    let n = 3000;
+    let script = format!(
+        r#"seq 1 {n} | sed 's/.*/{{"method":"warning","params":{{"threadId":null,"message":"&"}}}}/'; exec cat"#
+    );
+    let mut c = Command::new(bin())
+        .args(["proxy", "--quiet", "--transcript"])
+        .arg(&transcript)
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\":1,\"method\":\"thread/list\",\"params\":{}}\n")
+        .unwrap();
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..=n {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "output ended early");
+    }
+    assert!(line.contains("thread/list"), "the echo comes last: {line}");
+    // SAFETY: killing the process group this test made (the proxy and its child).
+    unsafe {
+        libc::kill(-(c.id() as i32), libc::SIGKILL);
+    }
+    c.wait().unwrap();
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let dirs: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["dir"].to_string())
+        .collect();
+    assert_eq!(dirs.iter().filter(|d| *d == "\"in\"").count(), 1, "{text}");
+    assert_eq!(dirs.iter().filter(|d| *d == "\"out\"").count(), n + 1);
+    let _ = std::fs::remove_dir_all(dir);
+}
