@@ -293,14 +293,15 @@ fn pump(from: &mut impl Read, to: &mut impl Write, dir: Dir, an: &Shared) {
         };
         let chunk = &buf[..n];
         let mut start = 0;
-        for (i, &b) in chunk.iter().enumerate() {
-            if b == b'\n' {
-                partial.extend_from_slice(&chunk[start..i]);
-                an.lock().line(dir, &partial);
-                partial.clear();
-                start = i + 1;
-            }
+        // One lock for the chunk's lines, released before the chunk is forwarded.
+        let mut judged = None;
+        for i in memchr::memchr_iter(b'\n', chunk) {
+            partial.extend_from_slice(&chunk[start..i]);
+            judged.get_or_insert_with(|| an.lock()).line(dir, &partial);
+            partial.clear();
+            start = i + 1;
         }
+        drop(judged);
         partial.extend_from_slice(&chunk[start..]);
         // A peer that went away stops the forwarding, not the recording.
         if forwarding && (to.write_all(chunk).is_err() || to.flush().is_err()) {
