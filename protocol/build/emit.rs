@@ -1,4 +1,4 @@
-//! Type model → Rust source (quote → syn → prettyplease).
+//! Type model → Rust source (quote; syn where the generator must read its own output).
 
 use crate::model::{Body, Field, Kind, Model, Presence, Repr, Ty, TypeDef};
 use proc_macro2::{Ident, Span, TokenStream};
@@ -701,6 +701,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
 }
 
 /// What an item group defines and mentions.
+#[derive(Clone)]
 struct Names {
     /// Its top-level names.
     defines: Vec<String>,
@@ -749,7 +750,7 @@ fn names_of(group: &TokenStream) -> Names {
             syn::Item::Const(i) => (i.ident.to_string(), false),
             syn::Item::Static(i) => (i.ident.to_string(), false),
             syn::Item::Impl(i) => {
-                let is_fast = i.trait_.as_ref().is_some_and(|(_, path, _)| {
+                let is_fast = i.trait_.as_ref().is_some_and(|(path, _)| {
                     path.segments.last().is_some_and(|s| s.ident == "Fast")
                 });
                 if let (true, syn::Type::Path(tp)) = (is_fast, &*i.self_ty) {
@@ -807,14 +808,23 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
     let mut owner: Vec<HashMap<String, usize>> = Vec::new();
     // Names of each version's entry points: a group that mentions one is never shared.
     let mut api_names: Vec<Vec<String>> = Vec::new();
+    // Most groups are the same code in every version: each code is read (parsed) once.
+    let mut read: HashMap<String, Names> = HashMap::new();
     for (version, bundle, embeds, m) in versions {
         api_names.push(names_of(&version_api(m, version, bundle, embeds)).defines);
         let gs: Vec<Group> = type_groups(m)
             .into_iter()
-            .map(|tokens| Group {
-                code: tokens.to_string(),
-                names: names_of(&tokens),
-                tokens,
+            .map(|tokens| {
+                let code = tokens.to_string();
+                let names = read
+                    .entry(code.clone())
+                    .or_insert_with(|| names_of(&tokens))
+                    .clone();
+                Group {
+                    code,
+                    names,
+                    tokens,
+                }
             })
             .collect();
         let mut own = HashMap::new();
@@ -1075,9 +1085,7 @@ pub fn emit_all(versions: &[(String, String, Embeds, Model)]) -> String {
         }
         #(#out)*
     };
-    let parsed: syn::File =
-        syn::parse2(file).unwrap_or_else(|e| panic!("generated code does not parse: {e}"));
-    prettyplease::unparse(&parsed)
+    file.to_string()
 }
 
 /// One group rewritten generic over the version: each type-position mention of a name in
