@@ -41,7 +41,8 @@ pub struct Cli {
     /// The model provider's base URL to forward to [default: the one codex would use]
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
-    /// Also replace what this regular expression matches, in everything written (repeatable)
+    /// Also replace what this regular expression matches, in everything written (repeatable;
+    /// Rust regex syntax, ASCII classes: `\d`, `\w` and `(?i)` are ASCII, no `\p{..}`)
     #[arg(long = "redact", value_name = "REGEX")]
     pub redact: Vec<String>,
     /// Print the proxy's findings and summary on stderr

@@ -73,7 +73,7 @@ fn secret_name(name: &str) -> bool {
 pub struct Redactor {
     /// Known secret values, longest first (a key that contains another is replaced whole).
     literals: Vec<String>,
-    patterns: Vec<regex::Regex>,
+    patterns: Vec<regex_lite::Regex>,
 }
 
 impl Redactor {
@@ -105,7 +105,7 @@ impl Redactor {
         literals.dedup();
         let patterns = patterns
             .iter()
-            .map(|p| regex::Regex::new(p).map_err(|e| format!("--redact {p:?}: {e}")))
+            .map(|p| regex_lite::Regex::new(p).map_err(|e| format!("--redact {p:?}: {e}")))
             .collect::<Result<_, _>>()?;
         Ok(Redactor { literals, patterns })
     }
@@ -310,5 +310,15 @@ mod tests {
             serde_json::json!({"sortKey": "created_at", "userAuthorization": "high",
                                "key": "answer", "accessToken": MASK})
         );
+    }
+
+    #[test]
+    fn patterns_are_read_as_documented() {
+        let r = Redactor::new(&[r"(?i)tok-\d{4}\w*".into()], Path::new("/nonexistent"))
+            .expect("valid pattern");
+        assert_eq!(r.text("a TOK-1234x_y b"), format!("a {MASK} b"));
+        let e = Redactor::new(&[r"\p{L}+".into()], Path::new("/nonexistent"))
+            .expect_err("Unicode classes are refused");
+        assert!(e.starts_with(r#"--redact "\\p{L}+": "#), "{e}");
     }
 }
