@@ -158,37 +158,19 @@ impl Emitter<'_> {
             .collect()
     }
 
-    /// On a server walk: report the always-sent fields `m` lacks. Serde accepts their absence
+    /// A field set's `Track` walk as a `crate::track::Members` table (the runtime walks it). On a
+    /// server walk the always-sent fields an object lacks are noted: serde accepts their absence
     /// (an `Option`, a default) where a required one would already have failed, so this is the
     /// only trace of a writer that drifted from the real server.
-    fn sent_fields(&self, fields: &[Field]) -> TokenStream {
-        let sent: Vec<&String> = fields
-            .iter()
-            .filter(|f| f.sent && !f.flatten)
-            .map(|f| &f.json)
-            .collect();
-        if sent.is_empty() {
-            return quote!();
-        }
-        quote! {
-            if p.wants_missing() {
-                for k in [#(#sent),*] {
-                    if !m.contains_key(k) { p.missing(k); }
-                }
-            }
-        }
-    }
-
-    /// Body of `Track::flat`: claim this field set's keys in `m`, track their values.
-    fn claim_fields(&self, fields: &[Field]) -> TokenStream {
-        let arms: Vec<TokenStream> = fields
+    fn members(&self, fields: &[Field]) -> TokenStream {
+        let members: Vec<TokenStream> = fields
             .iter()
             .filter(|f| !f.flatten)
             .map(|f| {
                 let json = &f.json;
                 let seg = crate::segment::segment(json);
                 let ty = self.track_ty(&f.ty);
-                quote!(#json => { taken[i] = true; p.seg(#seg); <#ty as Track>::track(v, p, out); p.pop(); })
+                quote!(crate::track::Member { key: #json, seg: #seg, track: <#ty as Track>::track })
             })
             .collect();
         let flats: Vec<TokenStream> = fields
@@ -196,73 +178,19 @@ impl Emitter<'_> {
             .filter(|f| f.flatten)
             .map(|f| {
                 let ty = self.track_ty(&f.ty);
-                quote!(<#ty as Track>::flat(m, p, out, taken);)
+                quote!(<#ty as Track>::flat)
             })
             .collect();
-        let walk = if arms.is_empty() {
-            quote!()
-        } else {
-            quote! {
-                for (i, (k, v)) in m.iter().enumerate() {
-                    if taken[i] { continue; }
-                    match k.as_str() { #(#arms)* _ => {} }
-                }
-            }
-        };
-        let sent = self.sent_fields(fields);
-        quote! { #walk #(#flats)* #sent }
-    }
-
-    /// Body of `Track::track` for an object with this field set.
-    fn track_fields(&self, fields: &[Field]) -> TokenStream {
-        let positional: Vec<TokenStream> = fields
+        let sent: Vec<&String> = fields
             .iter()
-            .filter(|f| !f.flatten)
-            .enumerate()
-            .map(|(n, f)| {
-                let ty = self.track_ty(&f.ty);
-                quote!(if let Some(v) = a.get(#n) { p.index(#n); <#ty as Track>::track(v, p, out); p.pop(); })
-            })
+            .filter(|f| f.sent && !f.flatten)
+            .map(|f| &f.json)
             .collect();
-        if fields.iter().any(|f| f.flatten) {
-            let claim = self.claim_fields(fields);
-            return quote! {
-                match v {
-                    serde_json::Value::Object(m) => {
-                        let mut taken = vec![false; m.len()];
-                        {
-                            let taken = &mut taken;
-                            #claim
-                        }
-                        report_untaken(m, &taken, p, out);
-                    }
-                    _ => {}
-                }
-            };
-        }
-        let arms: Vec<TokenStream> = fields
-            .iter()
-            .map(|f| {
-                let json = &f.json;
-                let seg = crate::segment::segment(json);
-                let ty = self.track_ty(&f.ty);
-                quote!(#json => { p.seg(#seg); <#ty as Track>::track(v, p, out); p.pop(); })
-            })
-            .collect();
-        let sent = self.sent_fields(fields);
         quote! {
-            match v {
-                serde_json::Value::Object(m) => {
-                    for (k, v) in m {
-                        match k.as_str() {
-                            #(#arms)*
-                            _ => out.push(p.child(k)),
-                        }
-                    }
-                    #sent
-                }
-                serde_json::Value::Array(a) => { #(#positional)* }
-                _ => {}
+            crate::track::Members {
+                fields: &[#(#members),*],
+                flats: &[#(#flats),*],
+                sent: &[#(#sent),*],
             }
         }
     }
@@ -298,17 +226,23 @@ impl Emitter<'_> {
                 let fs = self.fields(fields);
                 let fast = fast.map(|tagged| self.fast_struct(&name, fields, *deny, tagged));
                 let deny = deny.then(|| quote!(#[serde(deny_unknown_fields)]));
-                let track = self.track_fields(fields);
-                let claim = self.claim_fields(fields);
+                let members = self.members(fields);
                 quote! {
                     #fast
                     #[derive(Debug, Deserialize)]
                     #deny
                     #rename
                     pub struct #name { #(#fs,)* }
+                    impl #name {
+                        const TRACKED: &'static crate::track::Members = &#members;
+                    }
                     impl Track for #name {
-                        fn track(v: &serde_json::Value, p: &mut JsonPath, out: &mut Vec<String>) { #track }
-                        fn flat(m: &serde_json::Map<String, serde_json::Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) { #claim }
+                        fn track(v: &serde_json::Value, p: &mut JsonPath, out: &mut Vec<String>) {
+                            crate::track::track_members(Self::TRACKED, v, p, out)
+                        }
+                        fn flat(m: &serde_json::Map<String, serde_json::Value>, p: &mut JsonPath, out: &mut Vec<String>, taken: &mut [bool]) {
+                            crate::track::claim_members(Self::TRACKED, m, p, out, taken)
+                        }
                     }
                 }
             }
@@ -411,15 +345,15 @@ impl Emitter<'_> {
                     }
                     let fs = self.fields_vis(fields, false);
                     vs.push(quote!(#rename #vid { #(#fs,)* }));
-                    let claim = self.claim_fields(fields);
+                    let members = self.members(fields);
                     match repr {
                         Repr::External => {
-                            let track = self.track_fields(fields);
-                            track_arms.push(quote!(#json => { let v = inner; #track }));
+                            track_arms.push(quote!(#json => crate::track::track_members(const { &#members }, inner, p, out)));
                         }
                         _ => {
-                            track_arms.push(quote!(#json => { #claim }));
-                            flat_arms.push(quote!(#json => { #claim }));
+                            let claim = quote!(crate::track::claim_members(const { &#members }, m, p, out, taken));
+                            track_arms.push(quote!(#json => #claim));
+                            flat_arms.push(quote!(#json => #claim));
                         }
                     }
                 }
@@ -1127,7 +1061,6 @@ fn print(ts: TokenStream, out: &mut String) {
         }
     }
 }
-
 
 /// One group rewritten generic over the version: each type-position mention of a name in
 /// `proj` becomes `<CwV as VersionTypes>::Name`; each struct, enum or alias whose rewritten body

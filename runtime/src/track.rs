@@ -133,6 +133,110 @@ pub trait Track {
     }
 }
 
+/// A struct's `Track` walk as data: one walker ([`track_members`], [`claim_members`]) serves
+/// every generated struct, which keeps a per-struct copy of the walk out of the generated
+/// crate's code (it was a tenth of its compiled code).
+pub struct Members {
+    /// Its members that are not flattened, in declaration order (the order serde reads an
+    /// array in); a key named twice is taken by the first.
+    pub fields: &'static [Member],
+    /// Its flattened members, in declaration order: each takes its keys from what is left.
+    pub flats: &'static [FlatFn],
+    /// Keys the real server always sends: a server walk notes those an object lacks.
+    pub sent: &'static [&'static str],
+}
+
+/// One member of [`Members`].
+pub struct Member {
+    pub key: &'static str,
+    /// Its path segment (`segment::segment` of the key, computed at build time).
+    pub seg: &'static str,
+    pub track: TrackFn,
+}
+
+/// [`Track::track`] of a member's type.
+pub type TrackFn = fn(&Value, &mut JsonPath, &mut Vec<String>);
+/// [`Track::flat`] of a flattened member's type.
+pub type FlatFn = fn(&Map<String, Value>, &mut JsonPath, &mut Vec<String>, &mut [bool]);
+
+impl Members {
+    fn member(&self, k: &str) -> Option<&Member> {
+        self.fields.iter().find(|f| f.key == k)
+    }
+
+    fn note_missing(&self, m: &Map<String, Value>, p: &mut JsonPath) {
+        if !self.sent.is_empty() && p.wants_missing() {
+            for k in self.sent {
+                if !m.contains_key(*k) {
+                    p.missing(k);
+                }
+            }
+        }
+    }
+}
+
+/// [`Track::track`] of a struct: an object's keys by member (flattened members take theirs
+/// from what the others leave), an array's elements by position (serde reads a struct from
+/// either; not with a flattened member, which makes serde refuse arrays).
+pub fn track_members(s: &Members, v: &Value, p: &mut JsonPath, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) if !s.flats.is_empty() => {
+            let mut taken = vec![false; m.len()];
+            claim_members(s, m, p, out, &mut taken);
+            report_untaken(m, &taken, p, out);
+        }
+        Value::Object(m) => {
+            for (k, v) in m {
+                match s.member(k) {
+                    Some(f) => {
+                        p.seg(f.seg);
+                        (f.track)(v, p, out);
+                        p.pop();
+                    }
+                    None => out.push(p.child(k)),
+                }
+            }
+            s.note_missing(m, p);
+        }
+        Value::Array(a) if s.flats.is_empty() => {
+            for (n, (f, v)) in s.fields.iter().zip(a).enumerate() {
+                p.index(n);
+                (f.track)(v, p, out);
+                p.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// [`Track::flat`] of a struct: take the keys of `m` its members consume, in `m`'s order, then
+/// its flattened members' from what is left.
+pub fn claim_members(
+    s: &Members,
+    m: &Map<String, Value>,
+    p: &mut JsonPath,
+    out: &mut Vec<String>,
+    taken: &mut [bool],
+) {
+    if !s.fields.is_empty() {
+        for (i, (k, v)) in m.iter().enumerate() {
+            if taken[i] {
+                continue;
+            }
+            if let Some(f) = s.member(k) {
+                taken[i] = true;
+                p.seg(f.seg);
+                (f.track)(v, p, out);
+                p.pop();
+            }
+        }
+    }
+    for flat in s.flats {
+        flat(m, p, out, taken);
+    }
+    s.note_missing(m, p);
+}
+
 /// Keys no member took are dropped by serde.
 pub fn report_untaken(m: &Map<String, Value>, taken: &[bool], p: &JsonPath, out: &mut Vec<String>) {
     for (i, k) in m.keys().enumerate() {
