@@ -230,6 +230,15 @@ impl Hasher for IdHasher {
         }
     }
 
+    // An integer id and the variant's tag in one step each (the defaults go through `write`).
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
     fn finish(&self) -> u64 {
         self.0
     }

@@ -18,15 +18,17 @@ pub struct Key {
 #[inline]
 pub fn words(name: &[u8]) -> [u64; 2] {
     let n = name.len();
-    let at = |i: usize, w: usize| -> u64 {
-        let mut b = [0u8; 8];
-        b[..w].copy_from_slice(&name[i..i + w]);
-        u64::from_le_bytes(b)
-    };
+    // Whole-word loads, not `copy_from_slice` into a buffer: that is an out-of-line call and a
+    // `memcpy` per word (since Rust 1.9x), which was most of the fast path's key lookups.
+    let w8 = |i: usize| u64::from_le_bytes(name[i..i + 8].try_into().unwrap());
+    let w4 = |i: usize| u64::from(u32::from_le_bytes(name[i..i + 4].try_into().unwrap()));
     match n {
-        8.. => [at(0, 8), at(n - 8, 8)],
-        4..=7 => [at(0, 4), at(n - 4, 4)],
-        1..=3 => [at(0, 1) | at(n / 2, 1) << 8, at(n - 1, 1)],
+        8.. => [w8(0), w8(n - 8)],
+        4..=7 => [w4(0), w4(n - 4)],
+        1..=3 => [
+            u64::from(name[0]) | u64::from(name[n / 2]) << 8,
+            u64::from(name[n - 1]),
+        ],
         0 => [0, 0],
     }
 }
