@@ -6,7 +6,7 @@ use super::input::Dir;
 use super::locate;
 use crate::{Id, Kind, Outcome, Verdict};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -41,10 +41,48 @@ pub struct Row {
     pub closes: u64,
 }
 
+/// The counters of every (direction, kind), in the summary's order: direction, then kind by
+/// name. A fixed table, not a map: a row is counted on every line.
+#[derive(Clone, Default, Debug)]
+pub struct Rows([[Row; 5]; 2]);
+
+/// Kinds in the order of their names.
+const KINDS: [Kind; 5] = [
+    Kind::Error,
+    Kind::Notification,
+    Kind::Request,
+    Kind::Response,
+    Kind::Unparsed,
+];
+
+impl Rows {
+    fn at(&mut self, dir: Dir, kind: Kind) -> &mut Row {
+        let k = match kind {
+            Kind::Error => 0,
+            Kind::Notification => 1,
+            Kind::Request => 2,
+            Kind::Response => 3,
+            Kind::Unparsed => 4,
+        };
+        &mut self.0[dir as usize][k]
+    }
+
+    /// The rows that counted a line.
+    pub fn iter(&self) -> impl Iterator<Item = ((Dir, &'static str), &Row)> {
+        [Dir::In, Dir::Out].into_iter().flat_map(move |d| {
+            KINDS
+                .iter()
+                .zip(&self.0[d as usize])
+                .filter(|(_, r)| r.lines > 0)
+                .map(move |(k, r)| ((d, k.as_str()), r))
+        })
+    }
+}
+
 /// The summary of a run, merged from batches.
 #[derive(Default, Debug)]
 pub struct Stats {
-    pub rows: BTreeMap<(Dir, &'static str), Row>,
+    pub rows: Rows,
     /// Ignored path → (count, method), kept for the most frequent paths.
     pub paths: HashMap<String, (u64, String)>,
     pub bad_entries: u64,
@@ -57,12 +95,17 @@ const MAX_PATHS: usize = 4096;
 
 impl Stats {
     pub fn findings(&self) -> u64 {
-        self.rows.values().map(|r| r.findings).sum::<u64>() + self.bad_entries
+        self.rows.iter().map(|(_, r)| r.findings).sum::<u64>() + self.bad_entries
     }
 
     pub fn merge(&mut self, other: Stats) {
-        for (k, r) in other.rows {
-            let m = self.rows.entry(k).or_default();
+        for (m, r) in self
+            .rows
+            .0
+            .iter_mut()
+            .flatten()
+            .zip(other.rows.0.iter().flatten())
+        {
             m.lines += r.lines;
             m.findings += r.findings;
             m.errors += r.errors;
@@ -143,7 +186,7 @@ impl Style {
         }
         let v = &rec.verdict;
         let finding = is_finding(rec.dir, v);
-        let row = stats.rows.entry((rec.dir, v.kind.as_str())).or_default();
+        let row = stats.rows.at(rec.dir, v.kind);
         row.lines += 1;
         row.findings += finding as u64;
         row.errors += v.error().is_some() as u64;
@@ -483,7 +526,7 @@ pub fn summary(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         "closes"
     )?;
     let mut total = Row::default();
-    for ((dir, kind), r) in &stats.rows {
+    for ((dir, kind), r) in stats.rows.iter() {
         writeln!(
             out,
             "{:<4} {:<13} {:>10} {:>9} {:>8} {:>10} {:>8} {:>8} {:>7} {:>7}",
