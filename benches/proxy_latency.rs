@@ -44,6 +44,10 @@ fn main() {
             let proxied = round_trips(mk(true), Some(init), m, &bad);
             row("codex app-server", m, &direct);
             row("proxy -- codex app-server", m, &proxied);
+            // The server has exited (its stdin closed, waited for): leave nothing behind.
+            for d in [&home, &cwd] {
+                let _ = std::fs::remove_dir_all(d);
+            }
         }
         None => println!("(real codex not installed: run `cargo xtask test` once to install it)"),
     }
