@@ -89,18 +89,26 @@ fn passes_the_childs_signal_through() {
 
 #[test]
 fn forwards_a_signal_it_receives_to_the_child() {
+    // The child says when it is up (the proxy sets its handlers before it spawns), and answers
+    // SIGINT with exit code 7: the code shows the signal reached the child through the proxy (a
+    // proxy killed by it would end by the signal instead). No clock: the test waits for `ready`.
+    let script = r#"trap 'kill $! 2>/dev/null; exit 7' INT; sleep 30 & echo ready; wait"#;
     let mut c = Command::new(bin())
-        .args(["proxy", "--quiet", "--", "sleep", "30"])
+        .args(["proxy", "--quiet", "--", "sh", "-c", script])
         .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut out = std::io::BufReader::new(c.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim_end(), "ready", "the child's first line");
     // SAFETY: signalling our own child.
     unsafe {
         libc::kill(c.id() as i32, libc::SIGINT);
     }
     let status = c.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+    assert_eq!(status.code(), Some(7), "{status:?}");
 }
 
 #[test]
