@@ -447,3 +447,44 @@ fn an_absent_always_sent_key_is_reported() {
     // dir kind lines findings errors violations ignored missing silent closes
     assert_eq!(cols[7], "1", "{text}");
 }
+
+/// The README's first commands show their output: every line shown (the `...` elisions aside)
+/// is printed by the command today, in that order, so the first thing a newcomer runs cannot
+/// drift from what the README says it prints.
+#[test]
+fn the_readme_shows_what_its_first_commands_print() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let mut checked = 0;
+    for format in ["human", "json"] {
+        let cmd = format!(
+            "$ cargo run --release -- validate --format {format} samples/client-session.jsonl"
+        );
+        let at = readme
+            .find(&cmd)
+            .unwrap_or_else(|| panic!("README no longer shows `{cmd}`"));
+        let block = &readme[at + cmd.len()..];
+        let block = &block[..block.find("```").expect("the block ends")];
+        let out = bin()
+            .args(["validate", "--format", format])
+            .arg(format!("{root}/samples/client-session.jsonl"))
+            .current_dir(root)
+            .output()
+            .unwrap();
+        // Human output names the file as given: the README gives it relative to the repo.
+        let printed = String::from_utf8_lossy(&out.stdout).replace(&format!("{root}/"), "");
+        // Whole lines, in order: each is searched after the one before it.
+        let printed = format!("\n{printed}");
+        let mut rest = printed.as_str();
+        for line in block.lines().filter(|l| !l.is_empty() && *l != "...") {
+            let want = format!("\n{line}\n");
+            let found = rest.find(&want).unwrap_or_else(|| {
+                panic!("README shows a line `--format {format}` does not print (in order):\n{line}\n--- printed:{printed}")
+            });
+            rest = &rest[found + want.len() - 1..];
+            checked += 1;
+        }
+        assert_eq!(out.status.code(), Some(1), "the sample has findings");
+    }
+    assert!(checked >= 10, "only {checked} README lines checked");
+}
