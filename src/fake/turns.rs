@@ -1728,10 +1728,15 @@ impl<'a> Ctx<'a> {
         Err(End::Interrupted)
     }
 
-    /// Whether the thread's approvals go to codex's reviewer (`approvalsReviewer: "auto_review"`).
+    /// Whether the thread's approvals go to codex's reviewer: `approvalsReviewer: "auto_review"`
+    /// under an `on-request` or granular policy (`routes_approval_to_guardian`); under
+    /// `untrusted` the client is asked still (seen on 0.163.0 and 0.171.0).
     fn auto_review(&self) -> bool {
-        self.conn.fake.store.load()["threads"][&self.ctl.thread_id]["approvalsReviewer"]
-            == "auto_review"
+        let store = self.conn.fake.store.load();
+        let thread = &store["threads"][&self.ctl.thread_id];
+        let policy = &thread["approvalPolicy"];
+        thread["approvalsReviewer"] == "auto_review"
+            && (policy == "on-request" || policy.get("granular").is_some())
     }
 
     /// codex's automatic approval review of `action` for item `target`, as the real server
