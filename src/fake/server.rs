@@ -779,7 +779,17 @@ impl Conn {
         };
         let next = settings::for_turn(&self.fake.config, &self.fake.cwd, info, params, &texts)?;
         let settings = self.thread_settings(&next);
-        let changed = settings != self.thread_settings(info);
+        // Changed as this version shows them: a field its notification lacks changes nothing
+        // (0.163.0 says nothing when only a turn's `environments` moves).
+        let shown = |s: &Value| {
+            let mut m = json!({"method": "thread/settings/updated",
+                               "params": {"threadId": thread_id, "threadSettings": s}});
+            if let Some(p) = &self.fake.projector {
+                p.project(&mut m, None);
+            }
+            m
+        };
+        let changed = shown(&settings) != shown(&self.thread_settings(info));
         self.fake
             .store
             .update(|d| d["threads"][thread_id] = next.clone());
@@ -1001,7 +1011,11 @@ impl Conn {
                 &self.fake.cwd,
                 &resumed_params(&info, params, &self.fake.cwd),
             ) {
-                Ok(r) => {
+                Ok(mut r) => {
+                    if let Some(mode) = rootless_mode(&info, params) {
+                        r.sandbox = info["sandbox"].clone();
+                        r.setting = json!(format!("rootless:{mode}"));
+                    }
                     r.store(&mut info);
                     let kept = info.clone();
                     self.fake.store.update(|d| d["threads"][&thread_id] = kept);
@@ -1684,6 +1698,26 @@ impl Conn {
         turns::skip_script(self);
         let script = json!({"compact": true, "steps": []});
         turns::start(self, &thread_id, Some(script), false).map(|_| ())
+    }
+}
+
+/// A thread whose sandbox was set over no workspace roots (`environments: []`) keeps it when
+/// taken up again without a sandbox of its own: the resume's result and its later turns write
+/// `/tmp` only, not the cwd the result shows (seen on 0.163.0 and 0.171.0: codex takes the
+/// thread's stored permission profile back). Returns the sandbox mode then.
+fn rootless_mode(info: &Value, params: &Value) -> Option<String> {
+    let given = |v: &Value, k: &str| v.get(k).is_some_and(|x| !x.is_null());
+    if given(params, "sandbox")
+        || given(params, "permissions")
+        || given(&params["config"], "sandbox_mode")
+        || given(&params["config"], "default_permissions")
+    {
+        return None;
+    }
+    match info["sandboxSetting"].as_str()?.split_once(':')? {
+        ("mode", m) if info["environments"] == json!([]) => Some(m.to_string()),
+        ("rootless", m) => Some(m.to_string()),
+        _ => None,
     }
 }
 

@@ -621,6 +621,8 @@ pub fn for_turn(
         next["permissionProfile"] = json!({"id": p, "extends": null});
         next["sandboxSetting"] = json!(format!("profile:{p}"));
     }
+    // A thread resumed with a sandbox over no roots (`rootless:<mode>`) keeps it whatever
+    // cwd or roots a turn gives; a policy or profile replaces it (seen on 0.171.0).
     let mode = match next["sandboxSetting"]
         .as_str()
         .and_then(|s| s.split_once(':'))
