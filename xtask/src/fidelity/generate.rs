@@ -593,15 +593,20 @@ impl<'a> Generator<'a> {
         // An interrupt lands while the model's stream pauses: a client interrupting a stream in
         // full flow races the server's own handling (how far the stream got differs real
         // against real). A request left unanswered is interrupted by the harness itself.
+        // The trigger fires in every turn, so every turn pauses after its first message.
         if self.rng.pct(5) {
-            if let Some(steps) = case.scenario["turns"][0]["steps"].as_array_mut() {
-                steps.splice(
-                    0..0,
-                    [
-                        json!({"kind": "message", "text": "Working on it."}),
-                        json!({"kind": "sleep", "seconds": 1.0}),
-                    ],
-                );
+            if let Some(turns) = case.scenario["turns"].as_array_mut() {
+                for turn in turns {
+                    if let Some(steps) = turn["steps"].as_array_mut() {
+                        steps.splice(
+                            0..0,
+                            [
+                                json!({"kind": "message", "text": "Working on it."}),
+                                json!({"kind": "sleep", "seconds": 1.0}),
+                            ],
+                        );
+                    }
+                }
                 case.interrupt_on = Some("item/completed:agentMessage".into());
             }
         }
