@@ -1293,7 +1293,21 @@ impl Conn {
         if with_turns && info["ephemeral"] == true {
             return Err("ephemeral threads do not support includeTurns".into());
         }
-        if with_turns {
+        // Before its first turn a thread has no history to read: a paginated one's store
+        // cannot list turns yet, a legacy one is not written yet (both seen on 0.171.0).
+        let paginated = info["historyMode"].as_str() != Some("legacy");
+        if with_turns && info["turns"].as_array().is_none_or(Vec::is_empty) {
+            if paginated {
+                self.send(json!({"error": {"code": -32601,
+                    "message": "list_turns is not supported yet"}, "id": id}));
+                return Ok(());
+            }
+            return Err(format!(
+                "thread {thread_id} is not materialized yet; includeTurns is unavailable before \
+                 first user message"
+            ));
+        }
+        if with_turns && paginated {
             self.notify(
                 "deprecationNotice",
                 json!({"summary": "Full-history hydration is deprecated for paginated threads; \
