@@ -1484,7 +1484,14 @@ impl Conn {
                 let mut t = self.thread_payload(tid, info, false);
                 // Listed threads do not say whether they take direct input.
                 t["canAcceptDirectInput"] = Value::Null;
-                (updated, t, read_state(tid, info))
+                // Nor where they came from: the list is read from codex's thread index, which
+                // keeps no `threadSource` (`thread/read` and a resume still show it), so every
+                // listed thread has a read state, a client's own kind too (0.163.0, 0.169.0 and
+                // 0.171.0).
+                t["threadSource"] = Value::Null;
+                let mut indexed = info.clone();
+                indexed["threadSource"] = Value::Null;
+                (updated, t, read_state(tid, &indexed))
             })
             .collect();
         threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
