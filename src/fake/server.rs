@@ -998,6 +998,7 @@ impl Conn {
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
         let recorded_model = info["model"].as_str().map(str::to_string);
         let mut info = info;
+        let mut warnings = Vec::new();
         // A thread taken up by this process gets its settings back, with the params' over them
         // (and keeps those); one already loaded here ignores the params (checked on 0.171.0).
         if newly && info["sandbox"].is_object() {
@@ -1012,6 +1013,9 @@ impl Conn {
                 &resumed_params(&info, params, &self.fake.cwd),
             ) {
                 Ok(mut r) => {
+                    // Its settings warn as a start's do (a configured tier the model does not
+                    // offer; seen on 0.163.0, 0.169.0 and 0.171.0).
+                    warnings = std::mem::take(&mut r.warnings);
                     if let Some(mode) = rootless_mode(&info, params) {
                         r.sandbox = info["sandbox"].clone();
                         r.setting = json!(format!("rootless:{mode}"));
@@ -1065,6 +1069,12 @@ impl Conn {
         self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
         if newly {
             self.session_started(&thread_id);
+        }
+        for message in warnings {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
         }
         Ok(())
     }
