@@ -1255,7 +1255,10 @@ impl Conn {
                 Some(("profile", id)) => {
                     p.insert("permissions".into(), json!(id));
                 }
-                Some(("mode", m)) if m != "workspace-write" => {
+                Some(("mode", m))
+                    if m != "workspace-write"
+                        && !self.fake.turn_facts.fork_sandbox_mode_not_kept =>
+                {
                     p.insert("sandbox".into(), json!(m));
                 }
                 _ => {}

@@ -34,6 +34,9 @@ pub struct TurnFacts {
     pub plan_item_id_from_turn: bool,
     /// A forked thread starts with an empty preview (else the source thread's).
     pub fork_preview_empty: bool,
+    /// A fork takes the configured sandbox mode, not the one its source thread was started
+    /// with (a permission profile is kept either way).
+    pub fork_sandbox_mode_not_kept: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`
