@@ -1263,10 +1263,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Where the model's tools work: the thread's first environment's cwd when it names
+    /// environments (a `cwd` param beside them is only the thread's own; seen on 0.171.0),
+    /// else the thread's cwd.
     fn cwd(&self) -> String {
         let data = self.conn.fake.store.load();
-        data["threads"][&self.ctl.thread_id]["cwd"]
+        let thread = &data["threads"][&self.ctl.thread_id];
+        thread["environments"][0]["cwd"]
             .as_str()
+            .or_else(|| thread["cwd"].as_str())
             .map(str::to_string)
             .unwrap_or_else(|| path_str(&self.conn.fake.cwd))
     }
