@@ -1016,9 +1016,10 @@ impl Conn {
                     // Its settings warn as a start's do (a configured tier the model does not
                     // offer; seen on 0.163.0, 0.169.0 and 0.171.0).
                     warnings = std::mem::take(&mut r.warnings);
-                    if let Some(mode) = rootless_mode(&info, params) {
+                    if let Some(setting) = kept_sandbox(&info, params) {
                         r.sandbox = info["sandbox"].clone();
-                        r.setting = json!(format!("rootless:{mode}"));
+                        r.profile = info["permissionProfile"].clone();
+                        r.setting = setting;
                     }
                     r.store(&mut info);
                     let kept = info.clone();
@@ -1238,8 +1239,8 @@ impl Conn {
         }
         let thread_id = uuid::Uuid::now_v7().to_string();
         // A fork keeps its source's cwd, approval settings and sandbox setting (a
-        // `workspace-write` mode excepted: the configured default then) unless its params say
-        // otherwise; model, effort, tier and roots come from the params and the configuration.
+        // `workspace-write` mode or policy excepted: the configured default then; on 0.163.0
+        // every mode and policy, `fork_sandbox_mode_not_kept`) unless its params say otherwise; model, effort, tier and roots come from the params and the configuration.
         let mut p = params.as_object().cloned().unwrap_or_default();
         let absent = |p: &Map<String, Value>, k: &str| p.get(k).is_none_or(Value::is_null);
         for key in ["cwd", "approvalPolicy", "approvalsReviewer"] {
@@ -1255,13 +1256,12 @@ impl Conn {
                 Some(("profile", id)) => {
                     p.insert("permissions".into(), json!(id));
                 }
-                Some(("mode", m))
-                    if m != "workspace-write"
-                        && !self.fake.turn_facts.fork_sandbox_mode_not_kept =>
-                {
-                    p.insert("sandbox".into(), json!(m));
+                _ if self.fake.turn_facts.fork_sandbox_mode_not_kept => {}
+                _ => {
+                    if let Some(m) = setting_mode(&info) {
+                        p.insert("sandbox".into(), json!(m));
+                    }
                 }
-                _ => {}
             }
         }
         let (mut new, warnings) = self.new_thread_info(&Value::Object(p))?;
@@ -1735,11 +1735,29 @@ impl Conn {
     }
 }
 
-/// A thread whose sandbox was set over no workspace roots (`environments: []`) keeps it when
-/// taken up again without a sandbox of its own: the resume's result and its later turns write
-/// `/tmp` only, not the cwd the result shows (seen on 0.163.0 and 0.171.0: codex takes the
-/// thread's stored permission profile back). Returns the sandbox mode then.
-fn rootless_mode(info: &Value, params: &Value) -> Option<String> {
+/// The sandbox mode a thread's setting comes back as in a fork or a cold resume: its mode, or
+/// the mode of a policy a turn gave; none for workspace-write (the configured sandbox then).
+/// Seen on 0.171.0 (both) and 0.163.0 (resume).
+fn setting_mode(info: &Value) -> Option<String> {
+    match info["sandboxSetting"].as_str()? {
+        "policy" => match info["sandbox"]["type"].as_str()? {
+            "readOnly" => Some("read-only".into()),
+            "dangerFullAccess" => Some("danger-full-access".into()),
+            _ => None,
+        },
+        s => match s.split_once(':')? {
+            ("mode", m) if m != "workspace-write" => Some(m.to_string()),
+            _ => None,
+        },
+    }
+}
+
+/// The sandbox setting a thread taken up again without a sandbox of its own keeps, with its
+/// sandbox as it was (codex takes the thread's stored permission profile back; seen on 0.163.0,
+/// 0.169.0 and 0.171.0): a sandbox set over no workspace roots (`environments: []`: it writes
+/// `/tmp` only, not the cwd the result shows, whatever cwd the resume or a later turn gives),
+/// kept as `rootless:<mode>`. Other settings come back through [`resumed_params`].
+fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
     let given = |v: &Value, k: &str| v.get(k).is_some_and(|x| !x.is_null());
     if given(params, "sandbox")
         || given(params, "permissions")
@@ -1748,9 +1766,10 @@ fn rootless_mode(info: &Value, params: &Value) -> Option<String> {
     {
         return None;
     }
-    match info["sandboxSetting"].as_str()?.split_once(':')? {
-        ("mode", m) if info["environments"] == json!([]) => Some(m.to_string()),
-        ("rootless", m) => Some(m.to_string()),
+    let setting = info["sandboxSetting"].as_str()?;
+    match setting.split_once(':')? {
+        ("mode", m) if info["environments"] == json!([]) => Some(json!(format!("rootless:{m}"))),
+        ("rootless", _) => Some(json!(setting)),
         _ => None,
     }
 }
@@ -1779,10 +1798,11 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
         Some(("profile", id)) => {
             p.insert("permissions".into(), json!(id));
         }
-        Some(("mode", m)) if m != "workspace-write" => {
-            p.insert("sandbox".into(), json!(m));
+        _ => {
+            if let Some(m) = setting_mode(info) {
+                p.insert("sandbox".into(), json!(m));
+            }
         }
-        _ => {}
     }
     // `serviceTier: null` asks for the standard tier; other nulls are absent.
     let given: Map<String, Value> = params

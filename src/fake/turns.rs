@@ -34,8 +34,8 @@ pub struct TurnFacts {
     pub plan_item_id_from_turn: bool,
     /// A forked thread starts with an empty preview (else the source thread's).
     pub fork_preview_empty: bool,
-    /// A fork takes the configured sandbox mode, not the one its source thread was started
-    /// with (a permission profile is kept either way).
+    /// A fork takes the configured sandbox mode, not its source thread's mode or turn policy
+    /// (a permission profile is kept either way).
     pub fork_sandbox_mode_not_kept: bool,
 }
 
