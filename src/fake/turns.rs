@@ -1352,10 +1352,18 @@ impl<'a> Ctx<'a> {
                 {
                     return Ok(());
                 }
+                let permissions = json!({"network": {"enabled": true}, "fileSystem": null});
+                if self.auto_review() {
+                    // The reviewer decides instead of the client (seen on all three versions).
+                    let action = json!({"type": "requestPermissions", "reason": step["reason"],
+                                        "permissions": permissions});
+                    self.review(&id, now_ms(), action);
+                    return Ok(());
+                }
                 self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
                 let params = self.scope(json!({"itemId": id, "environmentId": "local",
                     "startedAtMs": now_ms(), "cwd": self.cwd(), "reason": step["reason"],
-                    "permissions": {"network": {"enabled": true}, "fileSystem": null}}));
+                    "permissions": permissions}));
                 self.approval("item/permissions/requestApproval", params, step);
                 self.status(json!({"type": "active", "activeFlags": []}));
             }
