@@ -820,7 +820,7 @@ impl Conn {
         }
         let now = now_secs();
         let mut info = json!({
-            "createdAt": now, "updatedAt": now, "turns": [],
+            "createdAt": now, "updatedAt": now, "updatedAtMs": now_ms(), "turns": [],
             "developerInstructions": params["developerInstructions"],
             "ephemeral": ephemeral,
             // Echoed into the thread as given.
@@ -1272,7 +1272,8 @@ impl Conn {
             info["preview"].clone()
         };
         new["forkedFromId"] = json!(source);
-        for key in ["usage", "lastUsage"] {
+        // Its source's `daybreakEnabled` too (fork params have none; all three versions).
+        for key in ["usage", "lastUsage", "daybreakEnabled"] {
             new[key] = info[key].clone();
         }
         // A cold fork warns before its result.
@@ -1493,7 +1494,11 @@ impl Conn {
             // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
             .filter(|(_, info)| info["preview"].as_str().is_some_and(|p| !p.is_empty()))
             .map(|(tid, info)| {
-                let updated = info["updatedAt"].as_i64().unwrap_or(0);
+                // Newest first by the millisecond (two threads updated in one second: the
+                // later one first, as a fork listed before its source shows on 0.171.0).
+                let updated = info["updatedAtMs"]
+                    .as_i64()
+                    .unwrap_or_else(|| info["updatedAt"].as_i64().unwrap_or(0) * 1000);
                 let mut t = self.thread_payload(tid, info, false);
                 // Listed threads do not say whether they take direct input.
                 t["canAcceptDirectInput"] = Value::Null;
@@ -1514,7 +1519,7 @@ impl Conn {
         // The cursors are the edge threads' times (ISO 8601, as the real server writes them).
         let at = |t: Option<&(i64, Value, Value)>| match t {
             Some((u, _, _)) => {
-                let (y, mo, d, h, mi, s) = super::state::civil(*u);
+                let (y, mo, d, h, mi, s) = super::state::civil(u.div_euclid(1000));
                 json!(format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.000Z"))
             }
             None => Value::Null,

@@ -487,6 +487,7 @@ fn save_turn(conn: &Conn, thread_id: &str, turn: &Value, rollout: Rollout) {
         }
         t["rollout"] = rollout.to_json();
         t["updatedAt"] = json!(now_secs());
+        t["updatedAtMs"] = json!(now_ms());
     });
 }
 
