@@ -2056,9 +2056,9 @@ impl<'a> Ctx<'a> {
         let id = self.model_id("msg");
         let text = str_of(step, "text", "");
         let phase = step.get("phase").cloned().unwrap_or(Value::Null);
-        let at = self.started(&agent_message(&id, "", &phase));
         let deltas = crate::model::script::message_deltas(step);
         if !self.plan_mode {
+            let at = self.started(&agent_message(&id, "", &phase));
             for delta in deltas {
                 self.notify(
                     "item/agentMessage/delta",
@@ -2069,7 +2069,10 @@ impl<'a> Ctx<'a> {
             return;
         }
         // Plan mode: a `<proposed_plan>` block of the answer is streamed as a plan item of its
-        // own; the plan items complete when the message does, just before it.
+        // own; the plan items complete when the message does, just before it. The message item
+        // starts with its first text outside a plan: an answer that is only a plan, or empty,
+        // has none (seen on 0.171.0).
+        let mut message_at: Option<i64> = None;
         let mut split = PlanSplit::default();
         let mut plans: Vec<(String, i64, String)> = Vec::new();
         let mut answer = String::new();
@@ -2082,6 +2085,9 @@ impl<'a> Ctx<'a> {
             for seg in segs {
                 match seg {
                     Seg::Answer(t) => {
+                        if message_at.is_none() {
+                            message_at = Some(self.started(&agent_message(&id, "", &phase)));
+                        }
                         answer.push_str(&t);
                         self.notify("item/agentMessage/delta", json!({"itemId": id, "delta": t}));
                     }
@@ -2107,7 +2113,9 @@ impl<'a> Ctx<'a> {
         for (pid, at, text) in plans {
             self.completed(json!({"type": "plan", "id": pid, "text": text}), at);
         }
-        self.completed(agent_message(&id, &answer, &phase), at);
+        if let Some(at) = message_at {
+            self.completed(agent_message(&id, &answer, &phase), at);
+        }
     }
 
     /// Keeps the turn busy for `seconds`, a delta every `interval` (a model at work).
