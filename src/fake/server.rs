@@ -1240,7 +1240,8 @@ impl Conn {
         let thread_id = uuid::Uuid::now_v7().to_string();
         // A fork keeps its source's cwd, approval settings and sandbox setting (a
         // `workspace-write` mode or policy excepted: the configured default then; on 0.163.0
-        // every mode and policy, `fork_sandbox_mode_not_kept`) unless its params say otherwise; model, effort, tier and roots come from the params and the configuration.
+        // every mode and policy, `fork_sandbox_mode_not_kept`) unless its params say
+        // otherwise; model, effort, tier and roots come from the params and the configuration.
         let mut p = params.as_object().cloned().unwrap_or_default();
         let absent = |p: &Map<String, Value>, k: &str| p.get(k).is_none_or(Value::is_null);
         for key in ["cwd", "approvalPolicy", "approvalsReviewer"] {
