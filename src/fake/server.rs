@@ -253,6 +253,16 @@ impl Conn {
         self.send(json!({"method": method, "params": params, "emittedAtMs": now_ms()}));
     }
 
+    /// A thread's settings warnings (`warning`), as a start, a cold resume and a fork send them.
+    fn warn(&self, thread_id: &str, messages: Vec<String>) {
+        for message in messages {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
+    }
+
     /// Notifications this connection does not get: the experimental ones without the
     /// `experimentalApi` capability, and the methods it opted out of (exact names).
     fn withheld(&self, method: &str) -> bool {
@@ -848,12 +858,7 @@ impl Conn {
             json!({"thread": self.thread_payload(&thread_id, &info, false)}),
         );
         self.session_started(&thread_id);
-        for message in warnings {
-            self.notify(
-                "warning",
-                json!({"threadId": thread_id, "message": message}),
-            );
-        }
+        self.warn(&thread_id, warnings);
         Ok(())
     }
 
@@ -1071,12 +1076,7 @@ impl Conn {
         if newly {
             self.session_started(&thread_id);
         }
-        for message in warnings {
-            self.notify(
-                "warning",
-                json!({"threadId": thread_id, "message": message}),
-            );
-        }
+        self.warn(&thread_id, warnings);
         Ok(())
     }
 
@@ -1278,12 +1278,7 @@ impl Conn {
             new[key] = info[key].clone();
         }
         // A cold fork warns before its result.
-        for message in warnings {
-            self.notify(
-                "warning",
-                json!({"threadId": thread_id, "message": message}),
-            );
-        }
+        self.warn(&thread_id, warnings);
         self.fake
             .store
             .update(|d| d["threads"][&thread_id] = new.clone());
@@ -1508,9 +1503,7 @@ impl Conn {
                 // listed thread has a read state, a client's own kind too (0.163.0, 0.169.0 and
                 // 0.171.0).
                 t["threadSource"] = Value::Null;
-                let mut indexed = info.clone();
-                indexed["threadSource"] = Value::Null;
-                (updated, t, read_state(tid, &indexed))
+                (updated, t, revision_state(tid, info))
             })
             .collect();
         threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
@@ -2035,6 +2028,12 @@ fn read_state(thread_id: &str, info: &Value) -> Value {
     if !has_read_state(info) {
         return Value::Null;
     }
+    revision_state(thread_id, info)
+}
+
+/// The read state kept for a thread: its unread position and revision (the initial one until
+/// marked).
+fn revision_state(thread_id: &str, info: &Value) -> Value {
     match info["readRevision"].as_str() {
         Some(revision) => {
             json!({"firstUnread": info["firstUnread"], "revision": revision})

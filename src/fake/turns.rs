@@ -1747,7 +1747,7 @@ impl<'a> Ctx<'a> {
 
     /// Whether the thread's approvals go to codex's reviewer: `approvalsReviewer: "auto_review"`
     /// under an `on-request` or granular policy (`routes_approval_to_guardian`); under
-    /// `untrusted` the client is asked still (seen on 0.163.0 and 0.171.0).
+    /// `untrusted` the client is asked still (seen on 0.163.0, 0.169.0 and 0.171.0).
     fn auto_review(&self) -> bool {
         let store = self.conn.fake.store.load();
         let thread = &store["threads"][&self.ctl.thread_id];
