@@ -13,11 +13,11 @@ mod server;
 pub mod settings;
 pub mod shell;
 mod state;
-mod turns;
+mod turn;
 
 pub use cli::{AppServer, Cli, CodexOptions, Command};
 pub use defaults::{methods as default_methods, minimal_of, result_for as default_result};
-pub use turns::{TurnFacts, TURN_FACTS_ENV};
+pub use turn::{TurnFacts, TURN_FACTS_ENV};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -4,7 +4,7 @@
 use super::defaults;
 use super::settings;
 use super::state::{now_ms, now_secs, scenario, Store, Transcript};
-use super::turns::{self, TurnCtl};
+use super::turn::{self as turns, ServerTurn, TurnCtl};
 use crate::engine::{Kind, Outcome, Session};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -45,7 +45,7 @@ pub struct Fake {
     /// The codex version the fake answers as.
     pub protocol: &'static crate::Protocol,
     /// How that version plays turns where versions differ (`Protocol::turn_facts`).
-    pub turn_facts: super::turns::TurnFacts,
+    pub turn_facts: super::turn::TurnFacts,
     /// That version's model catalog (`Protocol::models`).
     pub catalog: super::settings::Catalog,
     /// Its features under development (`Protocol::features`).
@@ -74,7 +74,7 @@ impl Fake {
             loaded: Mutex::new(HashSet::new()),
             active: Mutex::new(HashMap::new()),
             overload_used: Mutex::new(HashMap::new()),
-            turn_facts: super::turns::TurnFacts::of(protocol),
+            turn_facts: super::turn::TurnFacts::of(protocol),
             catalog: super::settings::Catalog::of(protocol),
             unstable: super::settings::unstable_features(protocol),
             projector: super::project::Projector::of(protocol),
@@ -1627,7 +1627,7 @@ impl Conn {
             (Some(_), Some(ctl)) => ctl.set_goal_status(goal["status"].as_str().unwrap_or("")),
             // An active goal on an idle thread starts running on its own, as in codex.
             (Some("active"), None) => {
-                turns::start(self, &thread_id, None, true)?;
+                turns::start(self, &thread_id, ServerTurn::Goal)?;
             }
             _ => {}
         }
@@ -1728,9 +1728,7 @@ impl Conn {
         let (thread_id, _) = self.loaded(params)?;
         self.result(id, json!({}));
         // The real server asks the model for the summary: that takes the next scripted turn.
-        turns::skip_script(self);
-        let script = json!({"compact": true, "steps": []});
-        turns::start(self, &thread_id, Some(script), false).map(|_| ())
+        turns::start(self, &thread_id, ServerTurn::Compaction).map(|_| ())
     }
 }
 

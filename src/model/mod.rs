@@ -10,6 +10,7 @@
 //! `model-requests.jsonl`. See `docs/turns.md`.
 
 pub mod script;
+pub mod step;
 
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};
@@ -23,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use script::{Out, Reply};
+use step::{Scenario, Script, Step};
 
 /// The provider id codex is pointed at.
 pub const PROVIDER: &str = "scripted";
@@ -56,27 +58,29 @@ impl Cursor {
     }
 }
 
-fn scenario(state: &Path) -> Value {
+fn scenario(state: &Path) -> Scenario {
     std::fs::read(state.join("scenario.json"))
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null)
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .map(|v| Scenario::from_value(&v))
+        .unwrap_or_default()
 }
 
 /// The scenario's turns, one per codex turn (a turn's goal `continuations` are turns of their
 /// own, as codex runs them).
-fn turns(state: &Path) -> Vec<Value> {
-    scenario(state)["turns"]
-        .as_array()
-        .map(|ts| ts.iter().flat_map(script::server_turns).collect())
-        .unwrap_or_default()
+fn turns(state: &Path) -> Vec<Script> {
+    let sc = scenario(state);
+    (0..sc.turns.len())
+        .filter_map(|i| sc.turn(i))
+        .flat_map(|t| t.server_turns())
+        .collect()
 }
 
 /// Scripted responses not served (yet), over the whole scenario.
 pub fn unserved(state: &Path) -> u64 {
     let total: u64 = turns(state)
         .iter()
-        .map(|t| script::responses(t).len() as u64)
+        .map(|t| t.responses().len() as u64)
         .sum();
     total.saturating_sub(Cursor::load(state).scripted)
 }
@@ -101,12 +105,12 @@ impl Locked {
 
 /// Takes the response for a POST of codex turn `turn_id` and advances the cursor.
 /// `goal`: the POST continues a thread goal (codex's hidden goal prompt is its last input).
-fn next_response(state: &Path, turn_id: Option<&str>, goal: bool) -> io::Result<(u64, Vec<Value>)> {
+fn next_response(state: &Path, turn_id: Option<&str>, goal: bool) -> io::Result<(u64, Vec<Step>)> {
     let mut c = Cursor::load(state);
     let turns = turns(state);
     let script_of = |t: Option<u64>| {
         t.and_then(|t| turns.get(t as usize))
-            .map(script::responses)
+            .map(Script::responses)
             .unwrap_or_default()
     };
     let new_turn = match turn_id {
@@ -129,10 +133,13 @@ fn next_response(state: &Path, turn_id: Option<&str>, goal: bool) -> io::Result<
         // Past the script a goal continuation completes the goal (else codex would go on).
         None if goal && c.response == 0 => {
             c.response += 1;
-            script::responses(&script::default_goal_turn()).remove(0)
+            Script::default_goal_turn().responses().remove(0)
         }
-        None => script::responses(&script::default_turn()).remove(0),
+        None => Script::default_turn().responses().remove(0),
     };
+    // A step that does not read is the fake's to report (`scenario_error`); the model plays
+    // the others.
+    let steps = steps.into_iter().filter_map(Result::ok).collect();
     c.served += 1;
     let tmp = state.join(format!("{CURSOR_FILE}.{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_vec(&c).unwrap_or_default())?;
@@ -359,9 +366,7 @@ fn handle(mut req: tiny_http::Request, sh: &Shared) {
         .any(|h| h.field.equiv("x-openai-subagent") && h.value.as_str() == "guardian");
     if ok && guardian {
         drop(_lock);
-        let verdict = script::guardian_verdict(
-            &std::fs::read_to_string(sh.state.join("scenario.json")).unwrap_or_default(),
-        );
+        let verdict = script::guardian_verdict(&scenario(&sh.state));
         return match script::reply(u64::MAX, &[verdict]) {
             Reply::Stream(out) => stream(req, &out, sh),
             Reply::Http {
@@ -440,11 +445,11 @@ fn stream(req: tiny_http::Request, out: &[Out], sh: &Shared) {
     };
     for o in out {
         match o {
-            Out::Event(e) if ok => {
+            Out::Event(e, _) if ok => {
                 let t = e["type"].as_str().unwrap_or_default();
                 ok = chunk(format!("event: {t}\ndata: {e}\n\n").as_bytes()).is_ok();
             }
-            Out::Event(_) => {}
+            Out::Event(..) | Out::Local(_) => {}
             Out::Delay(ms) => {
                 // In slices, so a stopping model does not wait out a long delay.
                 let mut left = *ms;

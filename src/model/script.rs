@@ -1,136 +1,13 @@
-//! From `scenario.json` steps to the Responses API events that make the real server show them.
-//! Pure: no I/O, so the translation is testable without a socket.
+//! From `scenario.json` steps to the Responses API events that make the real server show them:
+//! the one renderer. The scripted model streams its output to the real server; the fake's turn
+//! engine consumes the same output as codex consumes a stream, so both servers are fed the
+//! same events. Pure: no I/O, so the translation is testable without a socket.
 //!
-//! Steps are read as loose JSON with the fake's defaults (`docs/fake.md`), so one scenario
-//! drives both servers unchanged. Kinds only the fake can play are skipped here.
+//! Steps are the typed [`Step`]s (`step.rs`, the seed's defaults). Steps only the fake can play
+//! are kept in the output as [`Out::Local`] at their place; the model skips them.
 
+use super::step::{Delta, FileChange, Message, Reasoning, Scenario, Step};
 use serde_json::{json, Value};
-
-/// Kinds the model plays (the rest are the fake's own; see [`plays`]).
-const MODEL_KINDS: &[&str] = &[
-    "message",
-    "reasoning",
-    "command",
-    "message_partial",
-    "usage",
-    "fail",
-    "error_note",
-    "file_change",
-    "tool_call",
-    "user_input",
-    "permissions",
-    "goal",
-    // A pause in the stream: the model at work (the fake waits the same way).
-    "sleep",
-    // The provider's HTTP error (both servers play it).
-    "http_error",
-    // Model-only: the fake reports them as unknown.
-    "delay",
-    "raw",
-];
-
-/// Steps after which the response (one POST) ends: a tool call waits for its output, the
-/// others end or drop the stream.
-pub const ENDS_RESPONSE: &[&str] = &[
-    "command",
-    "file_change",
-    "tool_call",
-    "user_input",
-    "permissions",
-    "goal",
-    "fail",
-    "message_partial",
-    "error_note",
-    "http_error",
-];
-
-/// The answer to a turn with no script left (more turns, or more follow-ups, than scripted):
-/// one definition for both servers, so they answer an unscripted turn alike.
-pub fn default_turn() -> Value {
-    json!({"steps": [
-        {"kind": "message", "text": "Hello from the codex-wire fake."},
-        {"kind": "usage", "input": 12, "output": 8},
-    ]})
-}
-
-/// The answer to a goal's continuation with no script left: the model declares the goal
-/// complete, then answers as in [`default_turn`] (one definition for both servers; without it
-/// codex would run goal turns for ever).
-pub fn default_goal_turn() -> Value {
-    let mut t = default_turn();
-    if let Some(steps) = t["steps"].as_array_mut() {
-        steps.insert(0, json!({"kind": "goal", "status": "complete"}));
-    }
-    t
-}
-
-/// The server turns one scripted turn stands for: itself, then its `continuations` (the seed's
-/// goal continuation turns, each a turn codex runs by itself while the goal is active). The
-/// last continuation starts by completing the goal, which is what ends codex's continuations.
-pub fn server_turns(turn: &Value) -> Vec<Value> {
-    let continuations = turn["continuations"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut first = turn.clone();
-    if let Some(o) = first.as_object_mut() {
-        o.remove("continuations");
-    }
-    let mut out = vec![first];
-    let count = continuations.len();
-    for (i, mut c) in continuations.into_iter().enumerate() {
-        if i + 1 == count {
-            if let Some(steps) = c["steps"].as_array_mut() {
-                steps.insert(0, json!({"kind": "goal", "status": "complete"}));
-            }
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn kind(step: &Value) -> &str {
-    step["kind"].as_str().unwrap_or_default()
-}
-
-/// Whether the model plays this step (fake-only kinds such as `crash`, `progress`, `notify` are
-/// skipped: nothing in a model response can make the real server do them).
-pub fn plays(step: &Value) -> bool {
-    MODEL_KINDS.contains(&kind(step))
-}
-
-/// A scripted turn as model responses, one per `POST /v1/responses`: `responses` when given
-/// (a list of step lists), else `steps` cut after every step that ends a response.
-pub fn responses(turn: &Value) -> Vec<Vec<Value>> {
-    if let Some(rs) = turn["responses"].as_array() {
-        return rs
-            .iter()
-            .map(|r| {
-                r.as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|s| plays(s))
-                    .cloned()
-                    .collect()
-            })
-            .collect();
-    }
-    let mut out = Vec::new();
-    let mut cur = Vec::new();
-    for step in turn["steps"].as_array().into_iter().flatten() {
-        if !plays(step) {
-            continue;
-        }
-        cur.push(step.clone());
-        if ENDS_RESPONSE.contains(&kind(step)) {
-            out.push(std::mem::take(&mut cur));
-        }
-    }
-    if !cur.is_empty() || out.is_empty() {
-        out.push(cur);
-    }
-    out
-}
 
 /// What one POST gets.
 #[derive(Debug, PartialEq)]
@@ -147,39 +24,47 @@ pub enum Reply {
 
 #[derive(Debug, PartialEq)]
 pub enum Out {
-    Event(Value),
+    /// An event, and the index of the step it renders (None: the response's own
+    /// `response.created` / `response.completed`).
+    Event(Value, Option<usize>),
+    /// A pause in the stream, in milliseconds.
     Delay(u64),
+    /// A step only the fake plays (index into the steps), where it stood.
+    Local(usize),
 }
 
-fn str_of(step: &Value, key: &str, default: &str) -> String {
-    step[key].as_str().unwrap_or(default).to_string()
-}
-
-/// A string or a list of strings (the seed writes both).
-fn strings(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        _ => Vec::new(),
+impl Out {
+    pub fn event(&self) -> Option<&Value> {
+        match self {
+            Out::Event(e, _) => Some(e),
+            _ => None,
+        }
     }
 }
 
-/// A `message` step's deltas: `deltas` as given (a recording's own split), else `chunks` pieces
-/// of `text` (default 3). One definition for both servers.
-pub fn message_deltas(step: &Value) -> Vec<String> {
-    if let Some(d) = step["deltas"].as_array() {
-        return d
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect();
+/// A `message` step's deltas, pauses (ms) among them: `deltas` as given (a recording's own
+/// split), else `chunks` pieces of `text` (default 3). One definition for both servers.
+pub fn message_deltas(m: &Message) -> Vec<Delta> {
+    if let Some(d) = &m.deltas {
+        return d.clone();
     }
-    let chunks = step["chunks"].as_u64().unwrap_or(3).max(1) as usize;
-    split(&str_of(step, "text", ""), chunks)
+    split(m.text.as_deref().unwrap_or(""), m.chunks as usize)
+        .into_iter()
+        .map(Delta::Text)
+        .collect()
+}
+
+/// A message's whole text: `text`, else its deltas joined.
+pub fn message_text(m: &Message) -> String {
+    m.text.clone().unwrap_or_else(|| {
+        message_deltas(m)
+            .iter()
+            .filter_map(|d| match d {
+                Delta::Text(t) => Some(t.as_str()),
+                Delta::Pause { .. } => None,
+            })
+            .collect()
+    })
 }
 
 /// `chunks` pieces of at most ceil(len/chunks) chars, the fake's split, so both servers
@@ -190,163 +75,169 @@ pub fn split(text: &str, chunks: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-/// Whether codex's approval reviewer allows: `scenario.json` `guardian` (`"allow"`, the
-/// default, or `"deny"`). The model answers the real reviewer with it; the fake plays it.
-pub fn guardian_allows(scenario: &Value) -> bool {
-    scenario["guardian"] != "deny"
-}
-
 /// The rationale of every scripted review (it shows in `guardianWarning` and the review item).
 pub const GUARDIAN_RATIONALE: &str = "scripted review";
 
-/// The approval reviewer's answer: a message carrying the assessment codex parses.
-pub fn guardian_verdict(scenario: &str) -> Value {
-    let sc: Value = serde_json::from_str(scenario).unwrap_or(Value::Null);
-    let outcome = if guardian_allows(&sc) {
+/// The approval reviewer's answer: a message carrying the assessment codex parses, with the
+/// scenario's verdict (`guardian`: `"allow"`, the default, or `"deny"`).
+pub fn guardian_verdict(scenario: &Scenario) -> Step {
+    let outcome = if scenario.guardian_allows() {
         "allow"
     } else {
         "deny"
     };
     let assessment = json!({"risk_level": "low", "user_authorization": "high",
                             "outcome": outcome, "rationale": GUARDIAN_RATIONALE});
-    json!({"kind": "message", "text": assessment.to_string(), "chunks": 1})
+    Step::Message(Message {
+        text: Some(assessment.to_string()),
+        chunks: 1,
+        deltas: None,
+        phase: None,
+    })
+}
+
+fn secs_ms(secs: f64) -> u64 {
+    (secs.clamp(0.0, 86_400.0) * 1000.0) as u64
+}
+
+/// The `exec_command` arguments of a `command` step: the seed's default is to ask (escalation
+/// is what makes codex ask under `on-request`; the justification becomes the request's
+/// `reason`).
+pub fn exec_args(c: &super::step::Command) -> Value {
+    let mut args = json!({"cmd": c.command});
+    if let Some(cwd) = &c.cwd {
+        args["workdir"] = json!(cwd);
+    }
+    if c.approval {
+        args["sandbox_permissions"] = json!("require_escalated");
+        if let Some(r) = &c.reason {
+            args["justification"] = json!(r);
+        }
+    }
+    args
+}
+
+/// The questions of a `user_input` step (a default one when it gives none).
+pub fn questions(q: &Option<Value>) -> Value {
+    q.clone().unwrap_or_else(|| {
+        json!([{"id": "q1", "header": "Question", "question": "Proceed?",
+                "options": [{"label": "Yes", "description": "Go ahead"},
+                            {"label": "No", "description": "Stop"}]}])
+    })
+}
+
+/// The permissions a `permissions` step asks for (network by default).
+pub fn permissions(p: &Option<Value>) -> Value {
+    p.clone()
+        .unwrap_or_else(|| json!({"network": {"enabled": true}}))
 }
 
 /// The reply to response number `n` (ids `resp_<n>`, `<prefix>_<n>_<step>`).
-pub fn reply(n: u64, steps: &[Value]) -> Reply {
-    if let Some(s) = steps.iter().find(|s| kind(s) == "http_error") {
-        let headers = s["headers"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-            .collect();
+pub fn reply(n: u64, steps: &[Step]) -> Reply {
+    if let Some(Step::HttpError(h)) = steps.iter().find(|s| matches!(s, Step::HttpError(_))) {
         return Reply::Http {
-            status: s["status"].as_u64().unwrap_or(500).clamp(100, 599) as u16,
-            body: str_of(s, "body", ""),
-            headers,
+            status: h.status(),
+            body: h.body.clone(),
+            headers: h.header_list(),
         };
     }
     let mut w = Writer {
         out: Vec::new(),
         index: 0,
+        step: None,
     };
     let resp_id = format!("resp_{n}");
     w.event(json!({"type": "response.created", "response": {"id": resp_id}}));
-    let mut usage = usage(&json!({}));
+    let mut usage = usage(&super::step::Usage::default());
     for (i, step) in steps.iter().enumerate() {
         let id = format!("{n}_{i}");
-        match kind(step) {
-            "message" => w.message(&id, step),
-            "reasoning" => w.reasoning(&id, step),
-            "command" => {
-                let command = str_of(step, "command", "true");
-                let mut args = json!({"cmd": command});
-                if let Some(cwd) = step["cwd"].as_str() {
-                    args["workdir"] = json!(cwd);
-                }
-                // The seed's default: ask. Escalation is what makes codex ask under
-                // `on-request`; the justification becomes the request's `reason`.
-                if step["approval"].as_bool().unwrap_or(true) {
-                    args["sandbox_permissions"] = json!("require_escalated");
-                    if let Some(r) = step["reason"].as_str() {
-                        args["justification"] = json!(r);
-                    }
-                }
-                w.function_call(&id, "exec_command", &args.to_string());
-            }
-            "file_change" => w.custom_call(&id, "apply_patch", &patch(step)),
-            "tool_call" => {
-                let args = match step.get("arguments") {
+        w.step = Some(i);
+        match step {
+            Step::Message(m) => w.message(&id, m),
+            Step::Reasoning(r) => w.reasoning(&id, r),
+            Step::Command(c) => w.function_call(&id, "exec_command", &exec_args(c).to_string()),
+            Step::FileChange(f) => w.custom_call(&id, "apply_patch", &patch(f)),
+            Step::ToolCall(t) => {
+                let args = match &t.arguments {
                     Some(Value::String(s)) => s.clone(),
                     Some(v) if !v.is_null() => v.to_string(),
                     _ => "{}".into(),
                 };
-                w.function_call(&id, &str_of(step, "tool", "lookup"), &args);
+                w.function_call(&id, &t.tool, &args);
             }
-            "user_input" => {
-                let questions = step.get("questions").cloned().unwrap_or_else(|| {
-                    json!([{"id": "q1", "header": "Question", "question": "Proceed?",
-                            "options": [{"label": "Yes", "description": "Go ahead"},
-                                        {"label": "No", "description": "Stop"}]}])
-                });
-                let args = json!({"questions": questions}).to_string();
+            Step::UserInput(u) => {
+                let args = json!({"questions": questions(&u.questions)}).to_string();
                 w.function_call(&id, "request_user_input", &args);
             }
             // The model reports the thread goal's progress (`update_goal`; codex offers the tool
             // while a goal is set).
-            "goal" => {
-                let args = json!({"status": str_of(step, "status", "complete")}).to_string();
+            Step::Goal { status } => {
+                let args = json!({ "status": status }).to_string();
                 w.function_call(&id, "update_goal", &args);
             }
-            "permissions" => {
-                let mut args = json!({"permissions": step.get("permissions").cloned()
-                    .unwrap_or_else(|| json!({"network": {"enabled": true}}))});
-                if let Some(r) = step["reason"].as_str() {
+            Step::Permissions(p) => {
+                let mut args = json!({ "permissions": permissions(&p.permissions) });
+                if let Some(r) = &p.reason {
                     args["reason"] = json!(r);
                 }
                 w.function_call(&id, "request_permissions", &args.to_string());
             }
-            "usage" => usage = self::usage(step),
-            "fail" => {
-                let code = step["code"].as_str().unwrap_or("server_error");
+            Step::Usage(u) => usage = self::usage(u),
+            Step::Fail { message, code } => {
                 w.event(
                     json!({"type": "response.failed", "response": {"id": resp_id,
-                    "error": {"code": code, "message": str_of(step, "message", "turn failed")}}}),
+                    "error": {"code": code, "message": message}}}),
                 );
                 return Reply::Stream(w.out);
             }
-            "message_partial" => {
+            Step::MessagePartial { text } => {
                 let mid = format!("msg_{id}");
                 w.added(json!({"type": "message", "role": "assistant", "id": mid,
                                "status": "in_progress", "content": []}));
                 w.event(json!({"type": "response.output_text.delta", "item_id": mid,
-                    "output_index": w.index, "content_index": 0,
-                    "delta": str_of(step, "text", "")}));
+                    "output_index": w.index, "content_index": 0, "delta": text}));
                 // The stream ends here, before response.completed.
                 return Reply::Stream(w.out);
             }
             // A dropped stream: codex retries it only if the provider's stream_max_retries
             // allows (the notice's text and willRetry are codex's own).
-            "error_note" => return Reply::Stream(w.out),
-            "delay" => w.out.push(Out::Delay(step["ms"].as_u64().unwrap_or(0))),
-            "sleep" => {
-                let secs = step["seconds"].as_f64().unwrap_or(0.0).clamp(0.0, 3600.0);
-                w.out.push(Out::Delay((secs * 1000.0) as u64));
-            }
-            "raw" => w.event(step["event"].clone()),
-            _ => {}
+            Step::ErrorNote { .. } => return Reply::Stream(w.out),
+            Step::Delay { ms } => w.out.push(Out::Delay(*ms)),
+            Step::Sleep { seconds } => w.out.push(Out::Delay(secs_ms(*seconds))),
+            Step::Raw { event } => w.event(event.clone()),
+            Step::HttpError(_) => {}
+            _ => w.out.push(Out::Local(i)),
         }
     }
+    w.step = None;
     w.event(json!({"type": "response.completed", "response": {"id": resp_id, "usage": usage}}));
     Reply::Stream(w.out)
 }
 
-fn usage(step: &Value) -> Value {
-    let n = |k: &str| step[k].as_u64().unwrap_or(0);
-    json!({"input_tokens": n("input"),
-           "input_tokens_details": {"cached_tokens": n("cached")},
-           "output_tokens": n("output"),
-           "output_tokens_details": {"reasoning_tokens": n("reasoning")},
-           "total_tokens": n("input") + n("output")})
+fn usage(u: &super::step::Usage) -> Value {
+    json!({"input_tokens": u.input,
+           "input_tokens_details": {"cached_tokens": u.cached},
+           "output_tokens": u.output,
+           "output_tokens_details": {"reasoning_tokens": u.reasoning},
+           "total_tokens": u.input + u.output})
 }
 
 /// The `apply_patch` input for a `file_change` step: `patch` verbatim, else built from
 /// `path` (default `README.md`, relative to the turn's cwd), `change` (add | delete | update)
 /// and `content` or `diff`.
-pub fn patch(step: &Value) -> String {
-    if let Some(p) = step["patch"].as_str() {
-        return p.to_string();
+pub fn patch(f: &FileChange) -> String {
+    if let Some(p) = &f.patch {
+        return p.clone();
     }
-    let path = str_of(step, "path", "README.md");
-    let diff = step["diff"].as_str();
+    let path = &f.path;
+    let diff = f.diff.as_deref();
     let mut p = String::from("*** Begin Patch\n");
-    match step["change"].as_str().unwrap_or("add") {
+    match f.change.as_str() {
         "delete" => p.push_str(&format!("*** Delete File: {path}\n")),
         "update" => {
             p.push_str(&format!("*** Update File: {path}\n"));
             // A unified diff's hunks are apply_patch's change lines; its file headers are not.
-            let body: Vec<&str> = match (diff, step["content"].as_str()) {
+            let body: Vec<&str> = match (diff, f.content.as_deref()) {
                 (Some(d), _) => d
                     .lines()
                     .filter(|l| {
@@ -374,7 +265,7 @@ pub fn patch(step: &Value) -> String {
         _ => {
             p.push_str(&format!("*** Add File: {path}\n"));
             // The fake's `diff` for an added file is its lines with `+`.
-            let content = match (step["content"].as_str(), diff) {
+            let content = match (f.content.as_deref(), diff) {
                 (Some(c), _) => c.to_string(),
                 (None, Some(d)) => d
                     .lines()
@@ -399,11 +290,13 @@ struct Writer {
     out: Vec<Out>,
     /// The next item's `output_index`.
     index: usize,
+    /// The step being rendered.
+    step: Option<usize>,
 }
 
 impl Writer {
     fn event(&mut self, e: Value) {
-        self.out.push(Out::Event(e));
+        self.out.push(Out::Event(e, self.step));
     }
 
     fn added(&mut self, item: Value) {
@@ -417,28 +310,33 @@ impl Writer {
         self.index += 1;
     }
 
-    fn message(&mut self, id: &str, step: &Value) {
+    fn message(&mut self, id: &str, m: &Message) {
         let id = format!("msg_{id}");
-        let text = str_of(step, "text", "");
+        let text = message_text(m);
         let mut item = json!({"type": "message", "role": "assistant", "id": id,
                               "status": "in_progress", "content": []});
-        if let Some(p) = step["phase"].as_str() {
+        if let Some(p) = &m.phase {
             item["phase"] = json!(p);
         }
         self.added(item.clone());
-        for d in message_deltas(step) {
-            let i = self.index;
-            self.event(json!({"type": "response.output_text.delta", "item_id": id,
-                              "output_index": i, "content_index": 0, "delta": d}));
+        for d in message_deltas(m) {
+            match d {
+                Delta::Text(d) => {
+                    let i = self.index;
+                    self.event(json!({"type": "response.output_text.delta", "item_id": id,
+                                      "output_index": i, "content_index": 0, "delta": d}));
+                }
+                Delta::Pause { sleep } => self.out.push(Out::Delay(secs_ms(sleep))),
+            }
         }
         item["status"] = json!("completed");
         item["content"] = json!([{"type": "output_text", "text": text, "annotations": []}]);
         self.done(item);
     }
 
-    fn reasoning(&mut self, id: &str, step: &Value) {
+    fn reasoning(&mut self, id: &str, r: &Reasoning) {
         let id = format!("rs_{id}");
-        let (summary, content) = (strings(&step["summary"]), strings(&step["content"]));
+        let (summary, content) = (r.summary.list(), r.content.list());
         self.added(json!({"type": "reasoning", "id": id, "summary": []}));
         let i = self.index;
         for (k, part) in summary.iter().enumerate() {
@@ -498,36 +396,52 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::step::Script;
+
+    fn steps(v: Value) -> Vec<Step> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| Step::parse(s).unwrap())
+            .collect()
+    }
+
+    fn events(r: &Reply) -> Vec<&Value> {
+        match r {
+            Reply::Stream(out) => out.iter().filter_map(Out::event).collect(),
+            Reply::Http { .. } => Vec::new(),
+        }
+    }
 
     #[test]
-    fn steps_split_after_stream_ending_steps_and_skip_fake_only_kinds() {
-        let turn = json!({"steps": [
+    fn steps_split_after_stream_ending_steps_and_fake_only_kinds_stay_local() {
+        let turn = Script::from_value(&json!({"steps": [
             {"kind": "reasoning", "summary": "s"},
             {"kind": "command", "command": "echo hi"},
             {"kind": "notify", "method": "x"},
             {"kind": "message", "text": "done"},
-        ]});
-        let rs = responses(&turn);
+        ]}));
+        let rs = turn.responses();
         assert_eq!(rs.len(), 2);
         assert_eq!(rs[0].len(), 2);
-        assert_eq!(rs[1], vec![json!({"kind": "message", "text": "done"})]);
-        assert_eq!(responses(&json!({"steps": []})).len(), 1);
+        let second: Vec<Step> = rs[1].iter().map(|s| s.clone().unwrap()).collect();
+        let Reply::Stream(out) = reply(1, &second) else {
+            panic!()
+        };
+        assert_eq!(out[1], Out::Local(0), "the notify, where it stood");
+        assert_eq!(Script::default().responses().len(), 1);
     }
 
     #[test]
     fn command_defaults_to_approval_and_maps_seed_fields() {
-        let Reply::Stream(out) = reply(
+        let r = reply(
             2,
-            &[json!({"kind": "command", "command": "ls", "reason": "why", "cwd": "/w"})],
-        ) else {
-            panic!("stream expected")
-        };
-        let done = out
+            &steps(json!([{"kind": "command", "command": "ls", "reason": "why", "cwd": "/w"}])),
+        );
+        let ev = events(&r);
+        let done = ev
             .iter()
-            .find_map(|o| match o {
-                Out::Event(e) if e["type"] == "response.output_item.done" => Some(e),
-                _ => None,
-            })
+            .find(|e| e["type"] == "response.output_item.done")
             .expect("item done");
         assert_eq!(done["item"]["call_id"], "call_2_0");
         let args: Value =
@@ -537,30 +451,42 @@ mod tests {
             json!({"cmd": "ls", "workdir": "/w", "sandbox_permissions": "require_escalated",
                    "justification": "why"})
         );
-        assert!(matches!(out.last(), Some(Out::Event(e)) if e["type"] == "response.completed"));
+        assert_eq!(ev.last().unwrap()["type"], "response.completed");
     }
 
     #[test]
-    fn message_deltas_and_drops() {
-        let Reply::Stream(out) = reply(0, &[json!({"kind": "message", "text": "abcde"})]) else {
-            panic!()
-        };
-        let deltas: Vec<&str> = out
+    fn message_deltas_pauses_and_drops() {
+        let r = reply(0, &steps(json!([{"kind": "message", "text": "abcde"}])));
+        let deltas: Vec<&str> = events(&r)
             .iter()
-            .filter_map(|o| match o {
-                Out::Event(e) if e["type"] == "response.output_text.delta" => e["delta"].as_str(),
-                _ => None,
-            })
+            .filter(|e| e["type"] == "response.output_text.delta")
+            .filter_map(|e| e["delta"].as_str())
             .collect();
         assert_eq!(deltas, ["ab", "cd", "e"]);
-        let Reply::Stream(out) = reply(0, &[json!({"kind": "error_note"})]) else {
+        // A pause inside a message, and the text the deltas make.
+        let Reply::Stream(out) = reply(
+            0,
+            &steps(json!([{"kind": "message", "deltas": ["Wor", {"sleep": 1.5}, "k"]}])),
+        ) else {
             panic!()
         };
-        assert_eq!(out.len(), 1, "only response.created, then the stream drops");
+        let at = out.iter().position(|o| *o == Out::Delay(1500)).unwrap();
+        assert_eq!(out[at - 1].event().unwrap()["delta"], "Wor");
+        assert_eq!(out[at + 1].event().unwrap()["delta"], "k");
+        assert_eq!(
+            out[at + 2].event().unwrap()["item"]["content"][0]["text"],
+            "Work"
+        );
+        let r = reply(0, &steps(json!([{"kind": "error_note"}])));
+        assert_eq!(
+            events(&r).len(),
+            1,
+            "only response.created, then the stream drops"
+        );
         assert_eq!(
             reply(
                 0,
-                &[json!({"kind": "http_error", "status": 429, "body": "x"})]
+                &steps(json!([{"kind": "http_error", "status": 429, "body": "x"}]))
             ),
             Reply::Http {
                 status: 429,
@@ -572,18 +498,23 @@ mod tests {
 
     #[test]
     fn patches_from_seed_fields() {
+        let f = |v: Value| match Step::parse(&v).unwrap() {
+            Step::FileChange(f) => patch(&f),
+            _ => unreachable!(),
+        };
         assert_eq!(
-            patch(&json!({"path": "a.txt", "diff": "+hello\n"})),
+            f(json!({"kind": "file_change", "path": "a.txt", "diff": "+hello\n"})),
             "*** Begin Patch\n*** Add File: a.txt\n+hello\n*** End Patch"
         );
         assert_eq!(
-            patch(
-                &json!({"path": "a.txt", "change": "update", "diff": "--- a\n+++ b\n@@\n-x\n+y\n"})
+            f(
+                json!({"kind": "file_change", "path": "a.txt", "change": "update",
+                     "diff": "--- a\n+++ b\n@@\n-x\n+y\n"})
             ),
             "*** Begin Patch\n*** Update File: a.txt\n@@\n-x\n+y\n*** End Patch"
         );
         assert_eq!(
-            patch(&json!({"path": "a.txt", "change": "delete"})),
+            f(json!({"kind": "file_change", "path": "a.txt", "change": "delete"})),
             "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch"
         );
     }

@@ -7,6 +7,7 @@
 
 use super::passthrough::Exchange;
 use crate::model::script::{self, Out, Reply};
+use crate::model::step::{Script, Step};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -113,7 +114,7 @@ pub fn translate(exchanges: &[Exchange]) -> Translation {
     // Past the script the model gives its default answer: a turn's trailing default answers,
     // and trailing turns of nothing else, need no script (a steered or restarted turn's
     // follow-up is one).
-    let default = script::responses(&script::default_turn()).remove(0);
+    let default: Vec<Value> = Script::default_turn().steps;
     let is_default = |r: &Vec<Value>| {
         same_events(
             &render(0, &default),
@@ -132,7 +133,12 @@ pub fn translate(exchanges: &[Exchange]) -> Translation {
     for (k, responses) in turns.into_iter().enumerate() {
         let flat: Vec<Value> = responses.iter().flatten().cloned().collect();
         let as_steps = json!({"steps": flat});
-        if script::responses(&as_steps) == responses {
+        let split: Vec<Vec<Step>> = Script::from_value(&as_steps)
+            .responses()
+            .into_iter()
+            .map(|r| r.into_iter().filter_map(Result::ok).collect())
+            .collect();
+        if split == responses.iter().map(|r| typed(r)).collect::<Vec<_>>() {
             out_turns.push(as_steps);
         } else {
             tr.notes.push(format!(
@@ -200,14 +206,19 @@ pub fn response_steps(ex: &Exchange, n: u64) -> (Vec<Value>, bool) {
     (with_pauses(ex, steps, false), true)
 }
 
+/// Steps as the servers read them (one that does not read is left out).
+fn typed(steps: &[Value]) -> Vec<Step> {
+    steps.iter().filter_map(|s| Step::parse(s).ok()).collect()
+}
+
 /// The events `steps` make the model send (delays aside).
 fn render(n: u64, steps: &[Value]) -> Vec<Value> {
-    match script::reply(n, steps) {
+    match script::reply(n, &typed(steps)) {
         Reply::Stream(out) => out
             .into_iter()
             .filter_map(|o| match o {
-                Out::Event(e) => Some(e),
-                Out::Delay(_) => None,
+                Out::Event(e, _) => Some(e),
+                _ => None,
             })
             .collect(),
         Reply::Http { .. } => Vec::new(),
@@ -302,10 +313,10 @@ fn sleep(secs: f64) -> Value {
 
 /// How many events a translated step sends (for placing pauses).
 fn events_of(step: &Value) -> usize {
-    match script::reply(0, std::slice::from_ref(step)) {
+    match script::reply(0, &typed(std::slice::from_ref(step))) {
         Reply::Stream(out) => out
             .iter()
-            .filter(|o| matches!(o, Out::Event(_)))
+            .filter(|o| matches!(o, Out::Event(..)))
             .count()
             // reply's own response.created, and its response.completed unless the step ends
             // the stream without one.
@@ -401,7 +412,7 @@ fn read_steps(events: &[&Value]) -> Option<Vec<Value>> {
     if let Some(u) = usage.filter(|u| u.as_object().is_some_and(|o| o.len() > 1)) {
         let at = if steps
             .last()
-            .is_some_and(|s| script::ENDS_RESPONSE.contains(&s["kind"].as_str().unwrap_or("")))
+            .is_some_and(|s| Step::parse(s).is_ok_and(|s| s.ends_response()))
         {
             steps.len() - 1
         } else {
@@ -514,12 +525,12 @@ mod tests {
     use crate::record::passthrough::Event;
 
     fn exchange_of(n: u64, steps: &[Value]) -> Exchange {
-        let events = match script::reply(n, steps) {
+        let events = match script::reply(n, &typed(steps)) {
             Reply::Stream(out) => out
                 .into_iter()
                 .filter_map(|o| match o {
-                    Out::Event(e) => Some(Event { t: 1.0, data: e }),
-                    Out::Delay(_) => None,
+                    Out::Event(e, _) => Some(Event { t: 1.0, data: e }),
+                    _ => None,
                 })
                 .collect(),
             Reply::Http { .. } => Vec::new(),

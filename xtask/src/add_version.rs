@@ -419,7 +419,7 @@ fn derive_facts(version: &str) -> Result<(), String> {
             "the fake still differs from {version}'s recordings on {unexplained:?}. Each is a way \
              this release plays turns that no fact describes yet: compare with \
              `cargo xtask turns --version {version} NAME` (A real, B fake), then either add a \
-             fact (src/fake/turns.rs `TurnFacts`, set in schema/{version}/facts/turns.json) or, \
+             fact (src/fake/turn/mod.rs `TurnFacts`, set in schema/{version}/facts/turns.json) or, \
              if the fake cannot model it, list `NAME<TAB>why` in {}; check with \
              `cargo xtask turns --version {version}`",
             dir.join("known_differences.txt").display()

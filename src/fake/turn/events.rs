@@ -1,0 +1,236 @@
+//! A model's Responses API stream, read as codex reads it (codex-api `sse/responses.rs`,
+//! `process_responses_event`): the event's `type` from its JSON (the SSE `event:` name is not
+//! read), the few fields codex takes, everything else ignored — `sequence_number`,
+//! `response.in_progress`, `content_part.*`, `output_text.done`, the `*.done` of reasoning and
+//! tool arguments, argument deltas, `web_search_call.*` progress events. An event that does not
+//! read (a field codex needs missing) is skipped, as codex skips it.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One event, as codex maps it to its `ResponseEvent`.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(tag = "type")]
+pub enum Event {
+    #[serde(rename = "response.created")]
+    Created {},
+    #[serde(rename = "response.output_item.added")]
+    Added { item: Item },
+    #[serde(rename = "response.output_item.done")]
+    Done { item: Item },
+    /// Text of the item streaming now (codex does not read `item_id`: a delta belongs to the
+    /// active item).
+    #[serde(rename = "response.output_text.delta")]
+    TextDelta { delta: String },
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    SummaryPart { summary_index: i64 },
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    SummaryDelta { delta: String, summary_index: i64 },
+    #[serde(rename = "response.reasoning_text.delta")]
+    ReasoningDelta { delta: String, content_index: i64 },
+    /// The end of the response: codex reads nothing after it.
+    #[serde(rename = "response.completed")]
+    Completed { response: Completed },
+    /// Kept until the stream ends, then the turn's error (a later `response.completed` wins).
+    #[serde(rename = "response.failed")]
+    Failed { response: Failed },
+    #[serde(rename = "response.incomplete")]
+    Incomplete { response: Incomplete },
+    #[serde(other)]
+    Ignored,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+pub struct Completed {
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+pub struct Usage {
+    pub input_tokens: i64,
+    #[serde(default)]
+    pub input_tokens_details: Option<InputDetails>,
+    pub output_tokens: i64,
+    #[serde(default)]
+    pub output_tokens_details: Option<OutputDetails>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+pub struct InputDetails {
+    pub cached_tokens: i64,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+pub struct OutputDetails {
+    pub reasoning_tokens: i64,
+}
+
+impl Usage {
+    pub fn cached(&self) -> i64 {
+        self.input_tokens_details.map_or(0, |d| d.cached_tokens)
+    }
+    pub fn reasoning(&self) -> i64 {
+        self.output_tokens_details.map_or(0, |d| d.reasoning_tokens)
+    }
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+pub struct Failed {
+    #[serde(default)]
+    pub error: Option<ErrorBody>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+pub struct ErrorBody {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+pub struct Incomplete {
+    #[serde(default)]
+    pub incomplete_details: Option<IncompleteDetails>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+pub struct IncompleteDetails {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// An output item (codex's `ResponseItem`, the kinds the app-server shows or runs).
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Item {
+    Message {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        content: Vec<Content>,
+        #[serde(default)]
+        phase: Option<String>,
+    },
+    Reasoning {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        summary: Vec<Text>,
+        #[serde(default)]
+        content: Option<Vec<Text>>,
+    },
+    FunctionCall {
+        call_id: String,
+        name: String,
+        #[serde(default)]
+        arguments: String,
+        #[serde(default)]
+        namespace: Option<String>,
+    },
+    CustomToolCall {
+        call_id: String,
+        name: String,
+        #[serde(default)]
+        input: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// A content part of a message (`output_text` parts make its text).
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct Content {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct Text {
+    #[serde(default)]
+    pub text: String,
+}
+
+impl Event {
+    /// Reads one event; one that does not read is ignored (codex logs and skips it).
+    pub fn read(v: &Value) -> Event {
+        Event::deserialize(v).unwrap_or(Event::Ignored)
+    }
+}
+
+impl Item {
+    /// A call the model waits on (codex `ToolRouter::build_tool_call`).
+    pub fn is_tool_call(&self) -> bool {
+        matches!(
+            self,
+            Item::FunctionCall { .. } | Item::CustomToolCall { .. }
+        )
+    }
+
+    /// A message's text: its `output_text` parts joined (what `item/completed` carries,
+    /// whatever the deltas said).
+    pub fn message_text(content: &[Content]) -> String {
+        content
+            .iter()
+            .filter(|c| c.kind == "output_text")
+            .filter_map(|c| c.text.as_deref())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_read_as_codex_reads_them() {
+        // Fields codex does not read are ignored; an event it does not know is ignored.
+        assert_eq!(
+            Event::read(
+                &json!({"type": "response.output_text.delta", "sequence_number": 4,
+                                "item_id": "m", "output_index": 0, "content_index": 0,
+                                "delta": "Hi"})
+            ),
+            Event::TextDelta { delta: "Hi".into() }
+        );
+        for ignored in [
+            json!({"type": "response.in_progress", "response": {}}),
+            json!({"type": "response.content_part.added", "part": {}}),
+            json!({"type": "response.output_text.done", "text": "Hi"}),
+            // A field codex needs is missing: skipped.
+            json!({"type": "response.reasoning_summary_text.delta", "delta": "x"}),
+            json!("not an object"),
+        ] {
+            assert_eq!(Event::read(&ignored), Event::Ignored, "{ignored}");
+        }
+        let Event::Done { item } = Event::read(&json!({"type": "response.output_item.done",
+            "item": {"type": "message", "id": "m", "role": "assistant", "status": "completed",
+                     "content": [{"type": "output_text", "text": "a", "annotations": []},
+                                 {"type": "refusal", "refusal": "no"},
+                                 {"type": "output_text", "text": "b"}]}}))
+        else {
+            panic!()
+        };
+        let Item::Message { content, .. } = item else {
+            panic!()
+        };
+        assert_eq!(Item::message_text(&content), "ab");
+        let Event::Completed { response } = Event::read(&json!({"type": "response.completed",
+            "response": {"id": "r", "usage": {"input_tokens": 3, "output_tokens": 2,
+                         "total_tokens": 5, "input_tokens_details": {"cached_tokens": 1}}}}))
+        else {
+            panic!()
+        };
+        let u = response.usage.unwrap();
+        assert_eq!((u.input_tokens, u.cached(), u.reasoning()), (3, 1, 0));
+        assert_eq!(
+            Event::read(&json!({"type": "response.output_item.added",
+                                "item": {"type": "web_search_call", "id": "ws"}})),
+            Event::Added { item: Item::Other }
+        );
+    }
+}

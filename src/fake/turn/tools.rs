@@ -1,0 +1,958 @@
+//! What each tool call of the model does, as codex runs it: commands, patches, dynamic tools,
+//! questions to the user, permission requests, goal updates — the gates, approval requests and
+//! reviews around them; and the steps only the fake plays (crash, notifications, requests).
+
+use super::engine::{Ctx, TOOL_DISPATCH};
+use super::events::Item;
+use super::exec::run_command;
+use super::patch::{git_diff, patch_files, PatchFile};
+use super::{agent_message, Decision, End, Gate};
+use crate::fake::server::{lock, path_str, Conn};
+use crate::fake::settings;
+use crate::fake::shell;
+use crate::fake::state::{now_ms, scenario};
+use crate::model::script::GUARDIAN_RATIONALE;
+use crate::model::step::{Command, Params, Progress, Scenario, Step};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// `exec_command`'s arguments, as codex's shell tool reads them.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct ExecArgs {
+    cmd: String,
+    #[serde(default)]
+    workdir: Option<String>,
+    #[serde(default)]
+    sandbox_permissions: Option<String>,
+    #[serde(default)]
+    justification: Option<Value>,
+}
+
+/// The arguments of a function call, or None when they do not read (codex answers the model
+/// with the error; the client sees nothing).
+fn args<T: for<'de> Deserialize<'de>>(arguments: &str) -> Option<T> {
+    serde_json::from_str(arguments).ok()
+}
+
+#[derive(Deserialize)]
+struct UserInputArgs {
+    #[serde(default)]
+    questions: Value,
+}
+
+#[derive(Deserialize)]
+struct GoalArgs {
+    status: String,
+}
+
+#[derive(Deserialize)]
+struct PermissionArgs {
+    #[serde(default)]
+    reason: Value,
+}
+
+/// The request overrides a step gives (`params`).
+fn overrides(step: Option<&Step>) -> Params {
+    match step? {
+        Step::Command(c) => c.params.clone(),
+        Step::FileChange(f) => f.params.clone(),
+        Step::ToolCall(t) => t.params.clone(),
+        Step::UserInput(u) => u.params.clone(),
+        Step::Permissions(p) => p.params.clone(),
+        _ => None,
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// A tool call the stream carried, run as codex routes it by name (an unknown tool or
+    /// arguments that do not read: codex answers the model itself, the client sees nothing).
+    pub(super) fn tool_call(&mut self, item: Item, step: Option<&Step>) -> Result<(), End> {
+        let over = overrides(step);
+        match item {
+            Item::FunctionCall {
+                call_id,
+                name,
+                arguments,
+                namespace,
+            } => match name.as_str() {
+                "exec_command" => match args::<ExecArgs>(&arguments) {
+                    Some(a) => {
+                        let c = match step {
+                            Some(Step::Command(c)) => Some(c),
+                            _ => None,
+                        };
+                        return self.command(&call_id, &a, c);
+                    }
+                    None => self.rollout.unkept(),
+                },
+                "request_user_input" => match args::<UserInputArgs>(&arguments) {
+                    Some(a) => self.user_input(&call_id, &a.questions, &over),
+                    None => self.rollout.unkept(),
+                },
+                "request_permissions" => match args::<PermissionArgs>(&arguments) {
+                    Some(a) => self.permissions(&call_id, &a.reason, &over),
+                    None => self.rollout.unkept(),
+                },
+                "update_goal" => {
+                    if let Some(a) = args::<GoalArgs>(&arguments) {
+                        self.goal_update(&a.status);
+                    }
+                }
+                _ => self.dynamic_tool(&call_id, &name, namespace.as_deref(), &arguments, &over),
+            },
+            Item::CustomToolCall {
+                call_id,
+                name,
+                input,
+            } if name == "apply_patch" => return self.file_change(&call_id, &input, &over),
+            _ => self.rollout.unkept(),
+        }
+        Ok(())
+    }
+
+    /// `request_permissions`: the tool exists only with its feature, and codex refuses it
+    /// without asking under `never` (or a granular policy without `request_permissions`).
+    fn permissions(&mut self, id: &str, reason: &Value, over: &Params) {
+        let policy = self.approval_policy_value();
+        let has_tool = self
+            .conn
+            .fake
+            .config
+            .features
+            .iter()
+            .any(|f| f == "request_permissions_tool");
+        // No item either way: the call and its output are in the rollout.
+        self.rollout.unkept();
+        if !has_tool || policy == "never" || policy["granular"]["request_permissions"] == false {
+            return;
+        }
+        let permissions = json!({"network": {"enabled": true}, "fileSystem": null});
+        if self.auto_review() {
+            // The reviewer decides instead of the client (seen on all three versions).
+            let action = json!({"type": "requestPermissions", "reason": reason,
+                                "permissions": permissions});
+            self.review(id, now_ms(), action);
+            return;
+        }
+        self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
+        let params = self.scope(json!({"itemId": id, "environmentId": "local",
+            "startedAtMs": now_ms(), "cwd": self.cwd(), "reason": reason,
+            "permissions": permissions}));
+        self.approval("item/permissions/requestApproval", params, over);
+        self.status(json!({"type": "active", "activeFlags": []}));
+    }
+
+    /// A step only the fake plays (`index`: its place in the response, which names its item).
+    pub(super) fn local(&mut self, step: &Step, index: usize) -> Result<(), End> {
+        match step {
+            Step::Compaction {} => {
+                let id = uuid::Uuid::now_v7().to_string();
+                self.item(json!({"type": "contextCompaction", "id": id}));
+            }
+            Step::Crash { code, stderr } => crash(self.conn, *code, stderr),
+            Step::Progress(p) => return self.progress(&format!("msg_{}_{index}", self.resp), p),
+            Step::Grandchild {} => grandchild(self.conn),
+            Step::Elicitation {
+                server,
+                message,
+                schema,
+                params,
+            } => {
+                let p = self.scope(json!({
+                    "serverName": server.as_deref().unwrap_or("fake-mcp"),
+                    "mode": "form",
+                    "message": message.as_deref().unwrap_or("Please confirm"),
+                    "requestedSchema": schema.clone().unwrap_or_else(|| json!(
+                        {"type": "object", "properties": {"ok": {"type": "boolean"}}})),
+                }));
+                self.request("mcpServer/elicitation/request", p, params);
+            }
+            Step::AuthRefresh { params } => {
+                self.request(
+                    "account/chatgptAuthTokens/refresh",
+                    json!({"reason": "unauthorized", "previousAccountId": null}),
+                    params,
+                );
+            }
+            Step::Attestation { params } => {
+                self.request("attestation/generate", json!({}), params);
+            }
+            Step::Request { method, params } => {
+                self.request(method, json!({}), params);
+            }
+            Step::Notify { method, params } => {
+                self.conn
+                    .notify(method, params.clone().unwrap_or_else(|| json!({})));
+            }
+            // The model's steps never reach here (they are events).
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub(super) fn timeout(&self) -> Duration {
+        let secs = scenario(&self.conn.fake.dir)["request_timeout"]
+            .as_f64()
+            .unwrap_or(60.0);
+        Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
+    }
+
+    /// A server→client request: `params` (defaults) overridden by the step's own `params`.
+    pub(super) fn request(&self, method: &str, params: Value, over: &Params) -> Option<Value> {
+        let mut params = params;
+        if let (Some(p), Some(over)) = (params.as_object_mut(), over) {
+            p.extend(over.clone());
+        }
+        let ctl = self.ctl;
+        self.conn
+            .server_request(method, params, self.timeout(), &|| ctl.interrupted())
+    }
+
+    /// An approval request answered; `serverRequest/resolved` follows the answer.
+    pub(super) fn approval(&self, method: &str, params: Value, over: &Params) -> Option<Value> {
+        let reply = self.request(method, params, over);
+        if let Some(id) = self.conn.last_request_id() {
+            self.notify_thread("serverRequest/resolved", json!({"requestId": id}));
+        }
+        reply
+    }
+
+    pub(super) fn notify_thread(&self, method: &str, extra: Value) {
+        let mut m = Map::new();
+        m.insert("threadId".into(), json!(self.ctl.thread_id));
+        if let Value::Object(e) = extra {
+            m.extend(e);
+        }
+        self.conn.notify(method, Value::Object(m));
+    }
+
+    /// The thread's approval policy as set (a string, or a granular object).
+    pub(super) fn approval_policy_value(&self) -> Value {
+        let data = self.conn.fake.store.load();
+        match &data["threads"][&self.ctl.thread_id]["approvalPolicy"] {
+            Value::Null => json!(self.conn.fake.config.approval_policy),
+            v => v.clone(),
+        }
+    }
+
+    /// The thread's sandbox policy type (`readOnly`, `workspaceWrite`, `dangerFullAccess`).
+    pub(super) fn sandbox_type(&self) -> String {
+        let data = self.conn.fake.store.load();
+        let t = &data["threads"][&self.ctl.thread_id];
+        match t["sandbox"]["type"].as_str() {
+            Some(s) => s.to_string(),
+            None => match self.conn.fake.config.sandbox_mode.as_deref() {
+                Some("workspace-write") => "workspaceWrite".into(),
+                Some("danger-full-access") => "dangerFullAccess".into(),
+                _ => "readOnly".into(),
+            },
+        }
+    }
+
+    /// Where the model's tools work: the thread's first environment's cwd when it names
+    /// environments (a `cwd` param beside them is only the thread's own; seen on 0.171.0),
+    /// else the thread's cwd.
+    pub(super) fn cwd(&self) -> String {
+        let data = self.conn.fake.store.load();
+        let thread = &data["threads"][&self.ctl.thread_id];
+        thread["environments"][0]["cwd"]
+            .as_str()
+            .or_else(|| thread["cwd"].as_str())
+            .map(str::to_string)
+            .unwrap_or_else(|| path_str(&self.conn.fake.cwd))
+    }
+
+    /// codex's exec policy file, where an approval "with execpolicy amendment" lands.
+    pub(super) fn rules_file(&self) -> std::path::PathBuf {
+        self.conn.fake.codex_home.join("rules/default.rules")
+    }
+
+    /// Appends an allow rule for a command prefix, as codex writes it.
+    pub(super) fn allow_prefix(&self, pattern: &[Value]) {
+        let words: Vec<String> = pattern.iter().map(Value::to_string).collect();
+        let rule = format!(
+            "prefix_rule(pattern=[{}], decision=\"allow\")\n",
+            words.join(", ")
+        );
+        let path = self.rules_file();
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, rule.as_bytes()));
+    }
+
+    /// Whether an allow rule of the policy file covers the command (its words, split on
+    /// whitespace, start with the rule's pattern).
+    pub(super) fn policy_allows(&self, raw: &str) -> bool {
+        // codex matches rules against the words of a script it can parse as plain commands
+        // (else against `/bin/bash -lc <script>`), as it proposes amendments.
+        let words = shell::execpolicy_amendment(raw);
+        let text = std::fs::read_to_string(self.rules_file()).unwrap_or_default();
+        text.lines().any(|line| {
+            let Some(rest) = line.trim().strip_prefix("prefix_rule(pattern=") else {
+                return false;
+            };
+            let Some((pattern, tail)) = rest.split_once(']') else {
+                return false;
+            };
+            let pattern: Vec<String> =
+                serde_json::from_str(&format!("{pattern}]")).unwrap_or_default();
+            tail.contains("decision=\"allow\"")
+                && !pattern.is_empty()
+                && words.len() >= pattern.len()
+                && pattern.iter().zip(&words).all(|(p, w)| p == w)
+        })
+    }
+
+    /// What codex does with a shell call under the thread's approval policy and sandbox (checked
+    /// on 0.171.0 for every policy × sandbox × escalation): an escalation (`approval`, the
+    /// seed's default) is asked about under `on-request` unless the sandbox is full access, and
+    /// refused outright under `never` (or a granular policy without `sandbox_approval`);
+    /// `untrusted` asks about every command.
+    pub(super) fn command_gate(&self, escalated: bool) -> Gate {
+        let policy = self.approval_policy_value();
+        // An external sandbox is the client's: codex runs commands as under full access.
+        let sandbox = self.sandbox_type();
+        let full = sandbox == "dangerFullAccess" || sandbox == "externalSandbox";
+        match (&policy, policy.get("granular")) {
+            (_, Some(g)) => match (g["sandbox_approval"] == true, escalated, full) {
+                (false, true, _) => Gate::Refuse,
+                (true, true, false) => Gate::Ask,
+                _ => Gate::Run,
+            },
+            (Value::String(p), None) if p == "never" => {
+                if escalated {
+                    Gate::Refuse
+                } else {
+                    Gate::Run
+                }
+            }
+            (Value::String(p), None) if p == "untrusted" => Gate::Ask,
+            _ if escalated && !full => Gate::Ask,
+            _ => Gate::Run,
+        }
+    }
+
+    /// A shell tool call: asked about, refused or run as [`Self::command_gate`] says; an
+    /// approved or plain command runs for real (unless the step scripts its output), as the real
+    /// shell tool does.
+    pub(super) fn command(
+        &mut self,
+        id: &str,
+        args: &ExecArgs,
+        step: Option<&Command>,
+    ) -> Result<(), End> {
+        let over = step.and_then(|s| s.params.clone());
+        if self.no_environment() {
+            self.rollout.unkept();
+            return Ok(());
+        }
+        let raw = args.cmd.clone();
+        let command = shell::shell_display(&raw);
+        // The model's `workdir`, against the thread's cwd.
+        let cwd = settings::resolve_path(
+            args.workdir.as_deref().unwrap_or_default(),
+            Path::new(&self.cwd()),
+        );
+        let actions = json!(shell::command_actions(&raw, &cwd));
+        let item =
+            |source: &str, status: &str, pid: Value, output: Value, code: Value, ms: Value| {
+                json!({"type": "commandExecution", "id": id, "pluginId": null, "scriptPath": null,
+                   "command": command, "cwd": cwd, "processId": pid, "source": source,
+                   "status": status, "commandActions": actions, "aggregatedOutput": output,
+                   "exitCode": code, "durationMs": ms})
+            };
+        // A command that has not run (waiting for a verdict, declined or failed by the answer).
+        let unrun = |status: &str| {
+            item(
+                "agent",
+                status,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            )
+        };
+        let escalated = args.sandbox_permissions.as_deref() == Some("require_escalated");
+        let session_ok =
+            lock(&self.ctl.session_approved).contains(&raw) || self.policy_allows(&raw);
+        let gate = match self.command_gate(escalated) {
+            Gate::Ask if session_ok => Gate::Run,
+            g => g,
+        };
+        // Set when the command was approved: its item started before the request.
+        let mut approved_at = None;
+        match gate {
+            // codex tells the model it cannot escalate; the client hears nothing of it.
+            Gate::Refuse => {
+                self.rollout.unkept();
+                return Ok(());
+            }
+            Gate::Run => {}
+            Gate::Ask if self.auto_review() => {
+                // The reviewer, not the client, decides (`scenario.json` `guardian`).
+                let reviewed = json!([{"type": "unknown", "command": command}]);
+                let mut pending = unrun("inProgress");
+                pending["commandActions"] = reviewed.clone();
+                let at = self.started(&pending);
+                let action = json!({"type": "command", "source": "unifiedExec",
+                                    "command": command, "cwd": cwd});
+                if !self.review(id, at, action) {
+                    let mut declined = unrun("declined");
+                    declined["commandActions"] = reviewed;
+                    self.completed(declined, at);
+                    return Ok(());
+                }
+                approved_at = Some(at);
+            }
+            Gate::Ask => {
+                self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
+                let at = self.started(&unrun("inProgress"));
+                let argv = shell::execpolicy_amendment(&raw);
+                let mut params = Map::new();
+                for (k, v) in [
+                    ("kind", json!("command")),
+                    ("threadId", json!(self.ctl.thread_id)),
+                    ("turnId", json!(self.turn_id)),
+                    ("itemId", json!(id)),
+                    ("startedAtMs", json!(at)),
+                    ("environmentId", json!("local")),
+                ] {
+                    params.insert(k.into(), v);
+                }
+                // The model's justification; codex leaves the key out when there is none (and
+                // for a command only `untrusted` asks about).
+                if let Some(r) = args.justification.as_ref().filter(|_| escalated) {
+                    params.insert("reason".into(), r.clone());
+                }
+                for (k, v) in [
+                    ("command", json!(command)),
+                    ("cwd", json!(cwd)),
+                    (
+                        "commandActions",
+                        json!(shell::approval_command_actions(&raw, &cwd)),
+                    ),
+                    ("proposedExecpolicyAmendment", json!(argv)),
+                    (
+                        "availableDecisions",
+                        json!(["accept",
+                            {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": argv}},
+                            "cancel"]),
+                    ),
+                ] {
+                    params.insert(k.into(), v);
+                }
+                let method = "item/commandExecution/requestApproval";
+                let Some(reply) = self.request(method, Value::Object(params), &over) else {
+                    return self.unanswered();
+                };
+                self.resolved();
+                match self.decision(method, &reply) {
+                    Decision::Accept(d) => {
+                        if d == "acceptForSession" {
+                            lock(&self.ctl.session_approved).push(raw.clone());
+                        }
+                        if let Some(a) =
+                            d["acceptWithExecpolicyAmendment"]["execpolicy_amendment"].as_array()
+                        {
+                            self.allow_prefix(a);
+                        }
+                        self.status(json!({"type": "active", "activeFlags": []}));
+                        // An interrupt sent with the answer stops the command before it runs.
+                        std::thread::sleep(TOOL_DISPATCH);
+                        if self.ctl.interrupted() {
+                            return self.interrupted_tool();
+                        }
+                        approved_at = Some(at);
+                    }
+                    // A declined command (or one whose request failed) is not kept in the turn.
+                    d => {
+                        let status = if d == Decision::Failed {
+                            "failed"
+                        } else {
+                            "declined"
+                        };
+                        self.completed_unkept(unrun(status), at);
+                        self.status(json!({"type": "active", "activeFlags": []}));
+                        if d == Decision::Cancel {
+                            self.end_response();
+                            return Err(End::Cancelled);
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let started_item = |pid: &Value| {
+            item(
+                "unifiedExecStartup",
+                "inProgress",
+                pid.clone(),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            )
+        };
+        let (conn, scope) = (self.conn.clone(), self.scope(json!({"itemId": id})));
+        let mut at = approved_at;
+        let scripted = step.and_then(|s| {
+            s.output
+                .as_deref()
+                .map(|out| (out, s.exit_code.unwrap_or(0)))
+        });
+        let ran = run_command(
+            scripted,
+            &raw,
+            &cwd,
+            &mut |pid| {
+                if at.is_none() {
+                    at = Some(self.started(&started_item(pid)));
+                }
+            },
+            &mut |delta| {
+                let mut p = scope.clone();
+                p["delta"] = json!(delta);
+                conn.notify("item/commandExecution/outputDelta", p);
+            },
+        );
+        let at = at.unwrap_or_else(now_ms);
+        let status = if ran.code == 0 { "completed" } else { "failed" };
+        let done = item(
+            "unifiedExecStartup",
+            status,
+            ran.pid,
+            ran.output,
+            json!(ran.code),
+            json!(0),
+        );
+        self.completed(done, at);
+        Ok(())
+    }
+
+    /// The client's answer to an approval request of `method`: a decision its response type
+    /// takes, else (a JSON-RPC error, a result that does not deserialize) a failed request.
+    pub(super) fn decision(&self, method: &str, reply: &Value) -> Decision {
+        let Some(result) = reply.get("result") else {
+            return Decision::Failed;
+        };
+        if matches!(
+            (self.conn.fake.protocol.check_response)(method, result),
+            Some(Err(_))
+        ) {
+            return Decision::Failed;
+        }
+        match result["decision"].as_str() {
+            Some("decline") => Decision::Decline,
+            Some("cancel") => Decision::Cancel,
+            _ => Decision::Accept(result["decision"].clone()),
+        }
+    }
+
+    /// The approval request just answered is resolved.
+    pub(super) fn resolved(&self) {
+        if let Some(id) = self.conn.last_request_id() {
+            self.notify_thread("serverRequest/resolved", json!({"requestId": id}));
+        }
+    }
+
+    /// An approval request left unanswered until the turn was interrupted: the response's usage
+    /// is reported, the turn ends, and only then is the request resolved (checked on 0.171.0);
+    /// the request timing out ends the turn the same way.
+    pub(super) fn unanswered(&mut self) -> Result<(), End> {
+        self.pending_resolved = self.conn.last_request_id();
+        self.interrupted_tool()
+    }
+
+    /// The turn interrupted while a tool call waits: the response that called it is complete
+    /// (its usage is reported), the tool never runs.
+    pub(super) fn interrupted_tool(&mut self) -> Result<(), End> {
+        self.end_response();
+        // As any interrupt: a turn with an answer asks for attention (see `check`).
+        if self.final_answer().is_some() {
+            self.read_state();
+        }
+        self.ctl.acked.store(true, Ordering::SeqCst);
+        Err(End::Interrupted)
+    }
+
+    /// Whether the thread's approvals go to codex's reviewer: `approvalsReviewer: "auto_review"`
+    /// under an `on-request` or granular policy (`routes_approval_to_guardian`); under
+    /// `untrusted` the client is asked still (seen on 0.163.0, 0.169.0 and 0.171.0).
+    pub(super) fn auto_review(&self) -> bool {
+        let store = self.conn.fake.store.load();
+        let thread = &store["threads"][&self.ctl.thread_id];
+        let policy = &thread["approvalPolicy"];
+        thread["approvalsReviewer"] == "auto_review"
+            && (policy == "on-request" || policy.get("granular").is_some())
+    }
+
+    /// codex's automatic approval review of `action` for item `target`, as the real server
+    /// reports it; the verdict is `scenario.json` `guardian` (`allow`, the default, or `deny`).
+    pub(super) fn review(&self, target: &str, at: i64, action: Value) -> bool {
+        let allow = Scenario::from_value(&scenario(&self.conn.fake.dir)).guardian_allows();
+        let review_id = uuid::Uuid::now_v7().to_string();
+        self.notify(
+            "item/autoApprovalReview/started",
+            json!({"startedAtMs": at, "reviewId": review_id, "targetItemId": target,
+                   "review": {"status": "inProgress", "riskLevel": null,
+                              "userAuthorization": null, "rationale": null},
+                   "action": action}),
+        );
+        let verdict = if allow { "approved" } else { "denied" };
+        self.notify_thread(
+            "guardianWarning",
+            json!({"message": format!(
+                "Automatic approval review {verdict} (risk: low, authorization: high): \
+                 {GUARDIAN_RATIONALE}")}),
+        );
+        self.notify(
+            "item/autoApprovalReview/completed",
+            json!({"startedAtMs": at, "completedAtMs": now_ms(), "reviewId": review_id,
+                   "targetItemId": target, "decisionSource": "agent",
+                   "review": {"status": verdict, "riskLevel": "low", "userAuthorization": "high",
+                              "rationale": GUARDIAN_RATIONALE},
+                   "action": action}),
+        );
+        allow
+    }
+
+    /// An `apply_patch` call: the real server asks for approval only when a path lies outside
+    /// the sandbox's writable roots, applies the patch, and reports the turn's diff.
+    pub(super) fn file_change(&mut self, id: &str, input: &str, over: &Params) -> Result<(), End> {
+        if self.no_environment() {
+            self.rollout.unkept();
+            return Ok(());
+        }
+        // A model without codex's freeform patch tool (one it has no metadata for) calls a tool
+        // codex does not offer: codex tells the model, the client sees nothing.
+        if !self.has_patch_tool() {
+            self.rollout.unkept();
+            return Ok(());
+        }
+        let cwd = self.cwd();
+        let files = patch_files(input, &cwd);
+        let gate = self.patch_gate(&files, &cwd);
+        if gate == Gate::Refuse {
+            // codex rejects the patch before any item exists; the model is told why.
+            self.rollout.unkept();
+            return Ok(());
+        }
+        let changes: Vec<Value> = files
+            .iter()
+            .map(|f| json!({"path": f.path, "kind": {"type": f.kind}, "diff": f.content}))
+            .collect();
+        let base = json!({"type": "fileChange", "id": id, "changes": changes});
+        let at = self.started(&merge(&base, json!({"status": "inProgress"})));
+        let mut status = "completed";
+        if gate == Gate::Ask && self.auto_review() {
+            // The reviewer, not the client, decides a patch too (seen on 0.171.0).
+            let action = json!({"type": "applyPatch", "cwd": cwd,
+                                "files": files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()});
+            if !self.review(id, at, action) {
+                self.completed(merge(&base, json!({"status": "declined"})), at);
+                return Ok(());
+            }
+        } else if gate == Gate::Ask {
+            self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
+            let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
+                                           "reason": null, "grantRoot": null}));
+            let method = "item/fileChange/requestApproval";
+            let Some(reply) = self.request(method, params, over) else {
+                return self.unanswered();
+            };
+            self.resolved();
+            let decision = self.decision(method, &reply);
+            self.status(json!({"type": "active", "activeFlags": []}));
+            // A patch whose request failed reads as declined (unlike a command).
+            match decision {
+                Decision::Accept(_) => {}
+                Decision::Decline | Decision::Cancel | Decision::Failed => status = "declined",
+            }
+            if status != "completed" {
+                self.completed(merge(&base, json!({"status": status})), at);
+                if decision == Decision::Cancel {
+                    self.end_response();
+                    return Err(End::Cancelled);
+                }
+                return Ok(());
+            }
+        }
+        // An approved patch is still applied inside a read-only sandbox, which can write a file
+        // where a directory exists but cannot make one: such a patch fails (seen on 0.171.0).
+        let needs_dir = files
+            .iter()
+            .any(|f| f.kind == "add" && Path::new(&f.path).parent().is_some_and(|d| !d.exists()));
+        if gate == Gate::Ask && needs_dir && self.sandbox_type() == "readOnly" {
+            self.completed(merge(&base, json!({"status": "failed"})), at);
+            // The turn's diff is reset once, and no more diffs follow in this turn.
+            if self.turn_diff.is_some() && !self.diff_stopped {
+                self.notify("turn/diff/updated", json!({"diff": ""}));
+            }
+            self.diff_stopped = true;
+            return Ok(());
+        }
+        self.completed(merge(&base, json!({"status": status})), at);
+        for f in &files {
+            if f.kind == "add" {
+                if let Some(dir) = Path::new(&f.path).parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                // Inside the cwd the diff names the path relative to it.
+                let shown = Path::new(&f.path)
+                    .strip_prefix(&cwd)
+                    .map_or_else(|_| f.path.clone(), path_str);
+                let before = std::fs::read_to_string(&f.path).ok();
+                let _ = std::fs::write(&f.path, &f.content);
+                self.turn_files
+                    .entry(shown)
+                    .and_modify(|(_, now)| now.clone_from(&f.content))
+                    .or_insert((before, f.content.clone()));
+            }
+        }
+        // The turn's whole diff so far, after each patch.
+        let diff: String = self
+            .turn_files
+            .iter()
+            .map(|(path, (before, now))| git_diff(path, before.as_deref(), now))
+            .collect();
+        if !diff.is_empty() && !self.diff_stopped {
+            self.notify("turn/diff/updated", json!({"diff": diff}));
+            self.turn_diff = Some(diff);
+        }
+        Ok(())
+    }
+
+    /// Whether the thread's model has codex's freeform `apply_patch` tool (its catalog entry
+    /// says so).
+    pub(super) fn has_patch_tool(&self) -> bool {
+        let data = self.conn.fake.store.load();
+        let model = data["threads"][&self.ctl.thread_id]["model"]
+            .as_str()
+            .map_or_else(|| self.conn.fake.config.model.clone(), str::to_string);
+        self.conn
+            .fake
+            .catalog
+            .find(&model)
+            .is_some_and(|m| m.apply_patch_tool_type.as_deref() == Some("freeform"))
+    }
+
+    /// Whether the thread has no execution environment (`environments: []`): codex then runs
+    /// no tool and shows nothing of it (checked on 0.171.0).
+    pub(super) fn no_environment(&self) -> bool {
+        let data = self.conn.fake.store.load();
+        data["threads"][&self.ctl.thread_id]["environments"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    }
+
+    /// What codex's patch safety check decides for a patch (`assess_patch_safety`, checked on
+    /// 0.171.0 for every policy × sandbox): `untrusted` asks about every patch; full access
+    /// applies any; otherwise a write the sandbox does not allow (anything under read-only,
+    /// outside the writable roots under workspace-write) is asked about, or refused under
+    /// `never` (and a granular policy without `sandbox_approval`).
+    pub(super) fn patch_gate(&self, files: &[PatchFile], cwd: &str) -> Gate {
+        let policy = self.approval_policy_value();
+        if policy == "untrusted" {
+            return Gate::Ask;
+        }
+        let sandbox = self.sandbox_type();
+        if sandbox == "dangerFullAccess" || sandbox == "externalSandbox" {
+            return Gate::Run;
+        }
+        let writable = |path: &str| {
+            sandbox == "workspaceWrite" && {
+                let tmpdir = std::env::var("TMPDIR").unwrap_or_default();
+                [cwd, "/tmp", tmpdir.as_str()]
+                    .iter()
+                    .filter(|r| !r.is_empty())
+                    .any(|r| Path::new(path).starts_with(r))
+            }
+        };
+        if files.iter().all(|f| writable(&f.path)) {
+            return Gate::Run;
+        }
+        let refuses = policy == "never" || policy["granular"]["sandbox_approval"] == false;
+        if refuses {
+            Gate::Refuse
+        } else {
+            Gate::Ask
+        }
+    }
+
+    pub(super) fn has_dynamic_tool(&self, tool: &str, namespace: Option<&str>) -> bool {
+        let data = self.conn.fake.store.load();
+        let specs = &data["threads"][&self.ctl.thread_id]["dynamicTools"];
+        specs.as_array().is_some_and(|specs| {
+            specs.iter().any(|s| match namespace {
+                None => s["type"] != "namespace" && s["name"] == tool,
+                Some(ns) => {
+                    s["type"] == "namespace"
+                        && s["name"] == ns
+                        && s["tools"]
+                            .as_array()
+                            .is_some_and(|t| t.iter().any(|t| t["name"] == tool))
+                }
+            })
+        })
+    }
+
+    /// `request_user_input`: outside Plan mode (unless `default_mode_request_user_input` is on)
+    /// and without options for every question the tool answers the model with an error and
+    /// the client sees nothing; otherwise a request (blocking in Plan mode) every question
+    /// of which the server opens to free-form answers (`isOther`).
+    pub(super) fn user_input(&mut self, id: &str, questions: &Value, over: &Params) {
+        // No item, asked or not: the call and its output are in the rollout.
+        self.rollout.unkept();
+        let features = &self.conn.fake.config.features;
+        let plan = self.plan_mode;
+        if !plan
+            && !features
+                .iter()
+                .any(|f| f == "default_mode_request_user_input")
+        {
+            return;
+        }
+        let Some(questions) = questions.as_array().and_then(|qs| {
+            qs.iter()
+                .map(|q| {
+                    let options = q["options"].as_array().filter(|o| !o.is_empty())?;
+                    Some(json!({"id": q["id"], "header": q["header"], "question": q["question"],
+                                "isOther": true, "isSecret": q["isSecret"].as_bool().unwrap_or(false),
+                                "options": options}))
+                })
+                .collect::<Option<Vec<Value>>>()
+        }) else {
+            return;
+        };
+        self.status(json!({"type": "active", "activeFlags": ["waitingOnUserInput"]}));
+        let params = self.scope(json!({"itemId": id, "questions": questions,
+                                       "isBlocking": plan, "autoResolutionMs": null}));
+        self.approval("item/tool/requestUserInput", params, over);
+        self.status(json!({"type": "active", "activeFlags": []}));
+    }
+
+    /// A dynamic tool call reaches the client only for a tool the thread was started with
+    /// (`dynamicTools`); codex answers the model itself for any other name.
+    pub(super) fn dynamic_tool(
+        &mut self,
+        id: &str,
+        tool: &str,
+        namespace: Option<&str>,
+        arguments: &str,
+        over: &Params,
+    ) {
+        if !self.has_dynamic_tool(tool, namespace) {
+            self.rollout.unkept();
+            return;
+        }
+        // The model sends arguments as a JSON string, which the real server parses (a recorded
+        // call's string arguments show as the object, 27_dynamic_tool through `record`).
+        let arguments: Value = serde_json::from_str(arguments).unwrap_or_else(|_| json!(arguments));
+        let base = json!({"type": "dynamicToolCall", "id": id, "namespace": namespace,
+                          "tool": tool, "arguments": arguments});
+        let at = self.started(&merge(
+            &base,
+            json!({"status": "inProgress", "contentItems": null,
+                                           "success": null, "durationMs": null}),
+        ));
+        let params = self.scope(json!({"callId": id, "namespace": namespace,
+                                       "tool": tool, "arguments": arguments}));
+        let reply = self.request("item/tool/call", params, over);
+        let result = reply.map(|r| r["result"].clone()).unwrap_or(Value::Null);
+        let success = result["success"].as_bool().unwrap_or(false);
+        let items = result
+            .get("contentItems")
+            .filter(|v| v.is_array())
+            .cloned()
+            .unwrap_or(json!([]));
+        let status = if success { "completed" } else { "failed" };
+        self.completed(
+            merge(
+                &base,
+                json!({"status": status, "contentItems": items,
+                                           "success": success, "durationMs": 3}),
+            ),
+            at,
+        );
+    }
+
+    /// Keeps the turn busy for `seconds`, a delta every `interval` (a model at work).
+    pub(super) fn progress(&mut self, id: &str, p: &Progress) -> Result<(), End> {
+        let at = self.started(&agent_message(id, "", &Value::Null));
+        let deadline = Instant::now() + Duration::from_secs_f64(p.seconds.clamp(0.0, 86_400.0));
+        let interval = Duration::from_secs_f64(p.interval.clamp(0.001, 60.0));
+        let mut text = String::new();
+        while Instant::now() < deadline {
+            self.check()?;
+            text.push('.');
+            self.notify(
+                "item/agentMessage/delta",
+                json!({"itemId": id, "delta": "."}),
+            );
+            self.wait(interval)?;
+        }
+        self.check()?;
+        let text = p.text.clone().unwrap_or(text);
+        self.completed(agent_message(id, &text, &Value::Null), at);
+        Ok(())
+    }
+}
+
+fn merge(base: &Value, extra: Value) -> Value {
+    let mut out = base.clone();
+    if let (Some(o), Value::Object(e)) = (out.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    out
+}
+
+/// The process dies mid-turn, as a crashing codex would: the store holds only whole writes.
+fn crash(conn: &Conn, code: i64, stderr: &str) {
+    let code = code as i32;
+    conn.fake.record(json!({"event": "crash", "code": code}));
+    // What was sent before the crash left the process (and its entries reached the transcript).
+    conn.flush_held();
+    conn.fake.transcript.flush();
+    let msg = format!("{stderr}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes());
+    std::process::exit(code);
+}
+
+/// A descendant in its own session (like codex's stdio MCP servers); it lives until the
+/// harness creates `release-grandchildren` in the state dir, or 600 s.
+fn grandchild(conn: &Conn) {
+    use std::os::unix::process::CommandExt;
+    let release = conn.fake.dir.join(crate::fake::GRANDCHILD_RELEASE);
+    let script = "i=0; while [ ! -e \"$1\" ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i+1)); done";
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", script, "grandchild", &path_str(&release)])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid and sigprocmask are async-signal-safe and touch no parent memory. The
+    // fake blocks SIGTERM for its sigwait thread; the grandchild must not inherit that.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    match cmd.spawn() {
+        Ok(child) => conn
+            .fake
+            .record(json!({"event": "grandchild", "child_pid": child.id()})),
+        Err(e) => conn
+            .fake
+            .record(json!({"event": "scenario_error", "message": format!("grandchild: {e}")})),
+    }
+}
