@@ -147,8 +147,23 @@ pub fn reply(n: u64, steps: &[Step]) -> Reply {
         step: None,
     };
     let resp_id = format!("resp_{n}");
-    w.event(json!({"type": "response.created", "response": {"id": resp_id}}));
+    // A recorded stream (`raw` events) carries its own start and end: the model adds neither.
+    let raw_type = |s: &Step| match s {
+        Step::Raw { event } => event["type"].as_str().map(str::to_string),
+        _ => None,
+    };
+    let model_plays: Vec<&Step> = steps.iter().filter(|s| s.model_plays()).collect();
+    if model_plays
+        .iter()
+        .find(|s| !matches!(s, Step::Sleep { .. } | Step::Delay { .. }))
+        .and_then(|s| raw_type(s))
+        .as_deref()
+        != Some("response.created")
+    {
+        w.event(json!({"type": "response.created", "response": {"id": resp_id}}));
+    }
     let mut usage = usage(&super::step::Usage::default());
+    let mut ended = false;
     for (i, step) in steps.iter().enumerate() {
         let id = format!("{n}_{i}");
         w.step = Some(i);
@@ -204,13 +219,23 @@ pub fn reply(n: u64, steps: &[Step]) -> Reply {
             Step::ErrorNote { .. } => return Reply::Stream(w.out),
             Step::Delay { ms } => w.out.push(Out::Delay(*ms)),
             Step::Sleep { seconds } => w.out.push(Out::Delay(secs_ms(*seconds))),
-            Step::Raw { event } => w.event(event.clone()),
+            Step::Raw { event } => {
+                w.event(event.clone());
+                if matches!(
+                    event["type"].as_str(),
+                    Some("response.completed" | "response.failed" | "response.incomplete")
+                ) {
+                    ended = true;
+                }
+            }
             Step::HttpError(_) => {}
             _ => w.out.push(Out::Local(i)),
         }
     }
     w.step = None;
-    w.event(json!({"type": "response.completed", "response": {"id": resp_id, "usage": usage}}));
+    if !ended {
+        w.event(json!({"type": "response.completed", "response": {"id": resp_id, "usage": usage}}));
+    }
     Reply::Stream(w.out)
 }
 

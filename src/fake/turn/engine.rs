@@ -3,7 +3,7 @@
 //! `try_run_sampling_request`), with the notifications, usage, retries and failures the real
 //! server sends for them.
 
-use super::events::{Event, Item, Usage};
+use super::events::{Event, Item, Usage, WebSearchAction};
 use super::plan::{PlanSplit, Seg};
 use super::rollout::Rollout;
 use super::{
@@ -592,6 +592,10 @@ enum Active {
         id: String,
         at: i64,
     },
+    WebSearch {
+        id: String,
+        at: i64,
+    },
 }
 
 /// A Plan-mode answer as it streams: the split, the plan items it opened, the answer's text.
@@ -772,6 +776,13 @@ impl<'a> Ctx<'a> {
                 let at = self.started(&reasoning_item(&id, &[], &[]));
                 *active = Some(Active::Reasoning { id, at });
             }
+            Event::Added {
+                item: Item::WebSearchCall { id, action },
+            } => {
+                let id = id.unwrap_or_default();
+                let at = self.started(&web_search_item(&id, action.as_ref()));
+                *active = Some(Active::WebSearch { id, at });
+            }
             Event::TextDelta { delta } => {
                 if let Some(Active::Message {
                     id,
@@ -851,11 +862,13 @@ impl<'a> Ctx<'a> {
                         let id = id.unwrap_or(started_id);
                         self.completed(agent_message(&id, &text, &phase), at);
                     }
-                    // Done with no item streaming: codex starts it then completes it.
+                    // Done with no item streaming: codex starts it as it is, then completes it
+                    // (seen on 0.171.0).
                     _ => {
                         let id = message_id(id);
-                        let at = self.started(&agent_message(&id, "", &phase));
-                        self.completed(agent_message(&id, &text, &phase), at);
+                        let item = agent_message(&id, &text, &phase);
+                        let at = self.started(&item);
+                        self.completed(item, at);
                     }
                 }
             }
@@ -877,11 +890,26 @@ impl<'a> Ctx<'a> {
                     Some(Active::Reasoning { id: sid, at }) => (id.unwrap_or(sid), at),
                     _ => {
                         let id = id.unwrap_or_default();
-                        let at = self.started(&reasoning_item(&id, &[], &[]));
+                        let at = self.started(&reasoning_item(&id, &summary, &content));
                         (id, at)
                     }
                 };
                 self.completed(reasoning_item(&id, &summary, &content), at);
+            }
+            // A web search: started with what the added item says (no action yet: `other`),
+            // completed with its action and what it was about (seen on 0.171.0).
+            Event::Done {
+                item: Item::WebSearchCall { id, action },
+            } => {
+                let item = |id: &str| web_search_item(id, action.as_ref());
+                let (id, at) = match active.take() {
+                    Some(Active::WebSearch { id: sid, at }) => (id.unwrap_or(sid), at),
+                    _ => {
+                        let id = id.unwrap_or_default();
+                        (id.clone(), self.started(&item(&id)))
+                    }
+                };
+                self.completed(item(&id), at);
             }
             // Items codex keeps without showing them, events it does not read.
             _ => {}
@@ -951,17 +979,14 @@ impl<'a> Ctx<'a> {
         self.fail(message, info)
     }
 
-    /// `response.incomplete`: codex's stream error naming the reason, retried as a dropped
-    /// stream is.
+    /// `response.incomplete`: the turn fails with the reason, never retried (seen on 0.171.0
+    /// with stream retries left).
     fn incomplete(&mut self, reason: &str) -> Result<(), End> {
-        let message = format!(
-            "stream disconnected before completion: Incomplete response returned, reason: {reason}"
-        );
         self.unfinished_response();
-        if self.retries < self.conn.fake.config.stream_max_retries {
-            return self.retry_stream(&message);
-        }
-        self.fail(message, json!("other"))
+        self.fail(
+            format!("Incomplete response returned, reason: {reason}"),
+            json!("other"),
+        )
     }
 
     /// `thread/compact/start`'s turn, as the real server runs it: the compaction item around
@@ -1002,6 +1027,15 @@ fn completed_next(outs: &[Out]) -> Option<Option<Usage>> {
 /// A message's id: the model's, else a fresh one (codex gives an id-less message a new uuid).
 fn message_id(id: Option<String>) -> String {
     id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// A `webSearch` item: its query is the action's detail.
+fn web_search_item(id: &str, action: Option<&WebSearchAction>) -> Value {
+    let (query, shown) = match action {
+        Some(a) => (a.detail(), a.shown()),
+        None => (String::new(), json!({"type": "other"})),
+    };
+    json!({"type": "webSearch", "id": id, "query": query, "action": shown, "results": null})
 }
 
 fn reasoning_item(id: &str, summary: &[String], content: &[String]) -> Value {

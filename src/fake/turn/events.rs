@@ -135,8 +135,81 @@ pub enum Item {
         #[serde(default)]
         input: String,
     },
+    WebSearchCall {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        action: Option<WebSearchAction>,
+    },
     #[serde(other)]
     Other,
+}
+
+/// What a web search did (codex's `WebSearchAction`; an action it does not know is `Other`).
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WebSearchAction {
+    Search {
+        #[serde(default)]
+        query: Option<String>,
+        #[serde(default)]
+        queries: Option<Vec<String>>,
+    },
+    OpenPage {
+        #[serde(default)]
+        url: Option<String>,
+    },
+    FindInPage {
+        #[serde(default)]
+        url: Option<String>,
+        #[serde(default)]
+        pattern: Option<String>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+impl WebSearchAction {
+    /// The item's `query`: what the search was about (codex `web_search_action_detail`).
+    pub fn detail(&self) -> String {
+        match self {
+            WebSearchAction::Search { query, queries } => {
+                query.clone().filter(|q| !q.is_empty()).unwrap_or_else(|| {
+                    let qs = queries.as_deref().unwrap_or_default();
+                    let first = qs.first().cloned().unwrap_or_default();
+                    if qs.len() > 1 && !first.is_empty() {
+                        format!("{first} ...")
+                    } else {
+                        first
+                    }
+                })
+            }
+            WebSearchAction::OpenPage { url } => url.clone().unwrap_or_default(),
+            WebSearchAction::FindInPage { url, pattern } => match (pattern, url) {
+                (Some(p), Some(u)) => format!("'{p}' in {u}"),
+                (Some(p), None) => format!("'{p}'"),
+                (None, Some(u)) => u.clone(),
+                (None, None) => String::new(),
+            },
+            WebSearchAction::Other => String::new(),
+        }
+    }
+
+    /// The action as the app-server shows it.
+    pub fn shown(&self) -> Value {
+        match self {
+            WebSearchAction::Search { query, queries } => {
+                serde_json::json!({"type": "search", "query": query, "queries": queries})
+            }
+            WebSearchAction::OpenPage { url } => {
+                serde_json::json!({"type": "openPage", "url": url})
+            }
+            WebSearchAction::FindInPage { url, pattern } => {
+                serde_json::json!({"type": "findInPage", "url": url, "pattern": pattern})
+            }
+            WebSearchAction::Other => serde_json::json!({"type": "other"}),
+        }
+    }
 }
 
 /// A content part of a message (`output_text` parts make its text).
@@ -229,8 +302,16 @@ mod tests {
         assert_eq!((u.input_tokens, u.cached(), u.reasoning()), (3, 1, 0));
         assert_eq!(
             Event::read(&json!({"type": "response.output_item.added",
-                                "item": {"type": "web_search_call", "id": "ws"}})),
+                                "item": {"type": "image_generation_call", "id": "ig"}})),
             Event::Added { item: Item::Other }
         );
+        let a: WebSearchAction =
+            serde_json::from_value(json!({"type": "search", "queries": ["a", "b"]})).unwrap();
+        assert_eq!(a.detail(), "a ...");
+        let a: WebSearchAction = serde_json::from_value(
+            json!({"type": "find_in_page", "url": "u", "pattern": "p"}),
+        )
+        .unwrap();
+        assert_eq!(a.detail(), "'p' in u");
     }
 }

@@ -49,7 +49,8 @@ impl Rollout {
             "plan" => {
                 self.item = self.add(1);
             }
-            "agentMessage" | "reasoning" | "contextCompaction" => {
+            // A web search is an item of the answer, not a call (not checked against a resume).
+            "agentMessage" | "reasoning" | "contextCompaction" | "webSearch" => {
                 self.item = self.add(1);
                 self.add(1);
             }
