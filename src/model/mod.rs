@@ -9,6 +9,7 @@
 //! same state dir continues where the first stopped. Every request is logged to
 //! `model-requests.jsonl`. See `docs/turns.md`.
 
+pub mod events;
 pub mod script;
 pub mod step;
 

@@ -3,7 +3,6 @@
 //! `try_run_sampling_request`), with the notifications, usage, retries and failures the real
 //! server sends for them.
 
-use super::events::{Event, Item, Usage, WebSearchAction};
 use super::plan::{PlanSplit, Seg};
 use super::rollout::Rollout;
 use super::{
@@ -12,6 +11,7 @@ use super::{
 use crate::fake::provider;
 use crate::fake::server::{lock, Conn};
 use crate::fake::state::{now_ms, now_secs};
+use crate::model::events::{Event, Item, Usage, WebSearchAction};
 use crate::model::script::{self, Out, Reply};
 use crate::model::step::{Script, Step};
 use serde_json::{json, Map, Value};
@@ -704,6 +704,7 @@ impl<'a> Ctx<'a> {
                         self.wait(TOOL_DISPATCH)?;
                     }
                     self.usage = response.usage;
+                    let follow_up = follow_up || response.end_turn == Some(false);
                     return Ok(Sampled::Completed { follow_up });
                 }
                 Event::Failed { response } => {

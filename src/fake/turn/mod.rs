@@ -7,12 +7,11 @@
 //! further server turns (a goal rolling over) reported as `turn/completed` → `turn/started`.
 //!
 //! Rooms: `mod.rs` (a turn's life: start, closing, control), `engine.rs` (the sampling loop and
-//! the stream), `events.rs` (the events as codex reads them), `tools.rs` (what each tool call
+//! the stream), `tools.rs` (what each tool call
 //! does), `exec.rs` (running a command), `patch.rs` (patches and the turn diff), `plan.rs`
 //! (Plan mode's split), `rollout.rs` (rollout ordinals).
 
 mod engine;
-mod events;
 mod exec;
 mod patch;
 mod plan;

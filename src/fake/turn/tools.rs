@@ -3,7 +3,6 @@
 //! reviews around them; and the steps only the fake plays (crash, notifications, requests).
 
 use super::engine::{Ctx, TOOL_DISPATCH};
-use super::events::Item;
 use super::exec::run_command;
 use super::patch::{git_diff, patch_files, PatchFile};
 use super::{agent_message, Decision, End, Gate};
@@ -11,6 +10,7 @@ use crate::fake::server::{lock, path_str, Conn};
 use crate::fake::settings;
 use crate::fake::shell;
 use crate::fake::state::{now_ms, scenario};
+use crate::model::events::Item;
 use crate::model::script::GUARDIAN_RATIONALE;
 use crate::model::step::{Command, Params, Progress, Scenario, Step};
 use serde::Deserialize;

@@ -135,11 +135,14 @@ class Response:
         self.output.append(done)
         return self.ev("response.output_item.done", output_index=idx, item=done)
 
-    def completed(self, inp, out, cached=0, reasoning=0):
+    def completed(self, inp, out, cached=0, reasoning=0, end_turn=None):
         usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
                  "output_tokens": out, "output_tokens_details": {"reasoning_tokens": reasoning},
                  "total_tokens": inp + out}
-        return self.ev("response.completed", response=self.obj("completed", usage=usage))
+        response = self.obj("completed", usage=usage)
+        if end_turn is not None:
+            response["end_turn"] = end_turn
+        return self.ev("response.completed", response=response)
 
     def failed(self, code, message):
         return self.ev("response.failed", response=self.obj(
@@ -298,6 +301,13 @@ def corpus():
     b.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20029", ["Second", " try."])
     out.append(case("37g_stream_failed_then_retried", turns([a, b.completed(110, 5)]),
                     stream_retries=1))
+    # A response that says the turn is not over (`end_turn: false`): codex asks again.
+    a = Response(rid(30)).start()
+    a.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20034", ["First", " part."], phase="commentary")
+    a.completed(100, 5, end_turn=False)
+    b = Response(rid(31)).start()
+    b.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20035", ["Second", " part."])
+    out.append(case("37h_stream_end_turn_false", turns([a, b.completed(120, 5)])))
     return out
 
 

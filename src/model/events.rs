@@ -3,13 +3,15 @@
 //! read), the few fields codex takes, everything else ignored — `sequence_number`,
 //! `response.in_progress`, `content_part.*`, `output_text.done`, the `*.done` of reasoning and
 //! tool arguments, argument deltas, `web_search_call.*` progress events. An event that does not
-//! read (a field codex needs missing) is skipped, as codex skips it.
+//! read (a field codex needs missing) is skipped, as codex skips it. The fake's turn engine
+//! consumes streams through this reading; `record` compares a recorded stream with its steps'
+//! through it.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One event, as codex maps it to its `ResponseEvent`.
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum Event {
     #[serde(rename = "response.created")]
@@ -40,13 +42,16 @@ pub enum Event {
     Ignored,
 }
 
-#[derive(Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct Completed {
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// `false`: the model is not done, codex asks again (`needs_follow_up`).
+    #[serde(default)]
+    pub end_turn: Option<bool>,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct Usage {
     pub input_tokens: i64,
     #[serde(default)]
@@ -56,12 +61,12 @@ pub struct Usage {
     pub output_tokens_details: Option<OutputDetails>,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct InputDetails {
     pub cached_tokens: i64,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct OutputDetails {
     pub reasoning_tokens: i64,
 }
@@ -75,13 +80,13 @@ impl Usage {
     }
 }
 
-#[derive(Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct Failed {
     #[serde(default)]
     pub error: Option<ErrorBody>,
 }
 
-#[derive(Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct ErrorBody {
     #[serde(default)]
     pub code: Option<String>,
@@ -89,20 +94,20 @@ pub struct ErrorBody {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct Incomplete {
     #[serde(default)]
     pub incomplete_details: Option<IncompleteDetails>,
 }
 
-#[derive(Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct IncompleteDetails {
     #[serde(default)]
     pub reason: Option<String>,
 }
 
 /// An output item (codex's `ResponseItem`, the kinds the app-server shows or runs).
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Item {
     Message {
@@ -146,7 +151,7 @@ pub enum Item {
 }
 
 /// What a web search did (codex's `WebSearchAction`; an action it does not know is `Other`).
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum WebSearchAction {
     Search {
@@ -213,7 +218,7 @@ impl WebSearchAction {
 }
 
 /// A content part of a message (`output_text` parts make its text).
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 pub struct Content {
     #[serde(rename = "type")]
     pub kind: String,
@@ -221,7 +226,7 @@ pub struct Content {
     pub text: Option<String>,
 }
 
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 pub struct Text {
     #[serde(default)]
     pub text: String,
@@ -308,10 +313,9 @@ mod tests {
         let a: WebSearchAction =
             serde_json::from_value(json!({"type": "search", "queries": ["a", "b"]})).unwrap();
         assert_eq!(a.detail(), "a ...");
-        let a: WebSearchAction = serde_json::from_value(
-            json!({"type": "find_in_page", "url": "u", "pattern": "p"}),
-        )
-        .unwrap();
+        let a: WebSearchAction =
+            serde_json::from_value(json!({"type": "find_in_page", "url": "u", "pattern": "p"}))
+                .unwrap();
         assert_eq!(a.detail(), "'p' in u");
     }
 }
