@@ -97,6 +97,10 @@ pub struct Case {
     /// The provider's `stream_max_retries` (a dropped stream is retried this many times).
     #[serde(default)]
     pub stream_retries: u32,
+    /// The model provider's id in config.toml (default `scripted`): either server is pointed at
+    /// the scripted model through it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// Extra `thread/start` params (e.g. `approvalsReviewer`).
     #[serde(default)]
     pub thread_params: serde_json::Map<String, Value>,
@@ -227,12 +231,13 @@ pub fn config_toml(case: &Case) -> String {
             format!("{k} = {v:?}\n")
         }
     };
+    let p = case.provider.as_deref().unwrap_or(PROVIDER);
     extra
-        + &format!("model = {:?}\nmodel_provider = {PROVIDER:?}\n", case.model)
+        + &format!("model = {:?}\nmodel_provider = {p:?}\n", case.model)
         + &line("approval_policy", &case.approval_policy)
         + &line("sandbox_mode", &case.sandbox_mode)
         + &format!(
-            "\n[model_providers.{PROVIDER}]\nname = {PROVIDER:?}\n\
+            "\n[model_providers.{p}]\nname = {p:?}\n\
              base_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\n\
              request_max_retries = 0\nstream_max_retries = {sr}\n",
             sr = case.stream_retries,
@@ -270,7 +275,14 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    pub(crate) fn spawn(server: &Server, l: &Layout, args: &[String]) -> Result<Peer, String> {
+    /// `provider`: the provider the real server is pointed at the scripted model through
+    /// (`None`: `scripted`'s own).
+    pub(crate) fn spawn(
+        server: &Server,
+        l: &Layout,
+        args: &[String],
+        provider: Option<&str>,
+    ) -> Result<Peer, String> {
         let mut cmd = match server {
             Server::Fake { bin, version } => {
                 let mut c = Command::new(bin);
@@ -283,13 +295,11 @@ impl Peer {
             }
             Server::Real { bin, codex } => {
                 let mut c = Command::new(bin);
-                c.arg("scripted")
-                    .arg("--state-dir")
-                    .arg(&l.state)
-                    .arg("--")
-                    .arg(codex)
-                    .arg("app-server")
-                    .args(args);
+                c.arg("scripted").arg("--state-dir").arg(&l.state);
+                if let Some(p) = provider.filter(|p| *p != PROVIDER) {
+                    c.arg("--provider").arg(p);
+                }
+                c.arg("--").arg(codex).arg("app-server").args(args);
                 c
             }
             Server::Record {
@@ -637,7 +647,7 @@ pub fn run_outcome(
         decisions: case.decisions.iter().cloned().collect(),
         thread: None,
     };
-    let mut p = Peer::spawn(server, &l, &case.args)?;
+    let mut p = Peer::spawn(server, &l, &case.args, case.provider.as_deref())?;
     let result = (|| -> Result<(), String> {
         c.initialize(&mut p)?;
         let mut base = serde_json::Map::new();
@@ -669,7 +679,11 @@ pub fn run_outcome(
         for (n, input) in case.inputs.iter().enumerate() {
             if case.restart_before_turn == Some(n) {
                 std::thread::sleep(GRACE);
-                std::mem::replace(&mut p, Peer::spawn(server, &l, &case.args)?).close();
+                std::mem::replace(
+                    &mut p,
+                    Peer::spawn(server, &l, &case.args, case.provider.as_deref())?,
+                )
+                .close();
                 c.initialize(&mut p)?;
                 let mut base = serde_json::Map::new();
                 base.insert("threadId".into(), json!(thread));
@@ -699,7 +713,7 @@ pub fn run_outcome(
                 // timing. Crashing a little later makes the run repeatable.
                 std::thread::sleep(Duration::from_millis(300));
                 p.crash(server, &l);
-                p = Peer::spawn(server, &l, &case.args)?;
+                p = Peer::spawn(server, &l, &case.args, case.provider.as_deref())?;
                 c.initialize(&mut p)?;
                 let id = p.request("thread/resume", json!({"threadId": thread}))?;
                 c.response(&mut p, id)?;

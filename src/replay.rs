@@ -43,6 +43,10 @@ pub enum ClientStep {
         args: Vec<String>,
         #[serde(default)]
         config_toml: String,
+        /// The recorded model provider (the real server is pointed at the scripted model
+        /// through it; `None`: `scripted`'s own).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
     },
     /// The client writes a line (`hex`: the line's bytes in hex, when not UTF-8).
     Send {
@@ -238,7 +242,11 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
     let result = (|| -> Result<(), String> {
         for step in &rec.steps {
             match step {
-                ClientStep::Spawn { args, config_toml } => {
+                ClientStep::Spawn {
+                    args,
+                    config_toml,
+                    provider,
+                } => {
                     if let Some(p) = peer.take() {
                         p.close();
                     }
@@ -248,7 +256,7 @@ pub fn play(case: &Case, rec: &Recorded, server: &Server, l: &Layout) -> Result<
                     )
                     .map_err(|e| e.to_string())?;
                     let args: Vec<String> = args.iter().map(|a| relocate(a, rec, l)).collect();
-                    peer = Some(Peer::spawn(server, l, &args)?);
+                    peer = Some(Peer::spawn(server, l, &args, provider.as_deref())?);
                     seen.next_process(first);
                     first = false;
                 }

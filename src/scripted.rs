@@ -26,6 +26,11 @@ pub struct Cli {
     /// Ignored field paths not to flag (repeatable)
     #[arg(long = "allow-ignored", value_name = "GLOB")]
     pub allow_ignored: Vec<String>,
+    /// Point this model provider of the command's configuration at the scripted model (only
+    /// its address; its name, settings and retry budgets stay), instead of a provider
+    /// `scripted` of its own (a recording replayed with its own provider)
+    #[arg(long, value_name = "ID")]
+    pub provider: Option<String>,
     /// The codex command and its arguments, after `--` (e.g. `codex app-server`)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -106,6 +111,7 @@ pub fn main(cli: Cli) -> ExitCode {
         &dir,
         &codex_home,
         &model,
+        cli.provider.as_deref(),
     );
     // The child is gone: stop the model before a signal is re-raised (no Drop after that).
     drop(model);
@@ -120,11 +126,23 @@ fn run(
     dir: &Path,
     codex_home: &Path,
     model: &Model,
+    provider: Option<&str>,
 ) -> proxy::Exit {
     let config = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
     let given = override_keys(command);
     let mut argv = command.to_vec();
-    for o in model::overrides(&model.base_url(), !config_sets_stream_retries(&config)) {
+    let overrides = match provider {
+        // The provider's address only, after the command's own (the later `-c` wins).
+        Some(p) => {
+            for o in model::address_overrides(&model.base_url(), p) {
+                argv.push("-c".into());
+                argv.push(o);
+            }
+            Vec::new()
+        }
+        None => model::overrides(&model.base_url(), !config_sets_stream_retries(&config)),
+    };
+    for o in overrides {
         // The later `-c` wins: one the caller wrote is kept.
         if !given
             .iter()

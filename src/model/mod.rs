@@ -313,6 +313,16 @@ pub fn overrides(base_url: &str, stream_retries: bool) -> Vec<String> {
     v
 }
 
+/// The overrides that point provider `id` of codex's configuration at `base_url`, and nothing
+/// else of it: a custom provider's `base_url`, the built-in `openai`'s `openai_base_url`.
+pub fn address_overrides(base_url: &str, id: &str) -> Vec<String> {
+    if id == "openai" {
+        vec![format!("openai_base_url={base_url:?}")]
+    } else {
+        vec![format!("model_providers.{id}.base_url={base_url:?}")]
+    }
+}
+
 fn now_ms() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -67,6 +67,20 @@ pub fn message_text(m: &Message) -> String {
     })
 }
 
+/// The deltas of summary part `k`: as the step gives them, else two halves of the part.
+pub fn summary_deltas(r: &Reasoning, k: usize, part: &str) -> Vec<String> {
+    if let Some(d) = r.summary_deltas.as_ref().and_then(|d| d.get(k)) {
+        return d.clone();
+    }
+    let chars: Vec<char> = part.chars().collect();
+    let (a, b) = chars.split_at(chars.len() / 2);
+    [a, b]
+        .into_iter()
+        .filter(|h| !h.is_empty())
+        .map(|h| h.iter().collect())
+        .collect()
+}
+
 /// `chunks` pieces of at most ceil(len/chunks) chars, the fake's split, so both servers
 /// stream the same deltas.
 pub fn split(text: &str, chunks: usize) -> Vec<String> {
@@ -370,20 +384,23 @@ impl Writer {
                 "output_index": i, "summary_index": k,
                 "part": {"type": "summary_text", "text": ""}}),
             );
-            // Two halves, as the fake streams a summary part.
-            let chars: Vec<char> = part.chars().collect();
-            let (a, b) = chars.split_at(chars.len() / 2);
-            for half in [a, b].into_iter().filter(|h| !h.is_empty()) {
+            for delta in summary_deltas(r, k, part) {
                 self.event(json!({"type": "response.reasoning_summary_text.delta",
-                    "item_id": id, "output_index": i, "summary_index": k,
-                    "delta": half.iter().collect::<String>()}));
+                    "item_id": id, "output_index": i, "summary_index": k, "delta": delta}));
             }
         }
         for (k, part) in content.iter().enumerate() {
-            self.event(
-                json!({"type": "response.reasoning_text.delta", "item_id": id,
-                              "output_index": i, "content_index": k, "delta": part}),
-            );
+            let deltas = r
+                .content_deltas
+                .as_ref()
+                .and_then(|d| d.get(k).cloned())
+                .unwrap_or_else(|| vec![part.clone()]);
+            for delta in deltas {
+                self.event(
+                    json!({"type": "response.reasoning_text.delta", "item_id": id,
+                              "output_index": i, "content_index": k, "delta": delta}),
+                );
+            }
         }
         let mut item = json!({"type": "reasoning", "id": id,
             "summary": summary.iter().map(|t| json!({"type": "summary_text", "text": t}))

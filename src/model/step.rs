@@ -108,6 +108,12 @@ pub struct Reasoning {
     pub summary: Strings,
     #[serde(default)]
     pub content: Strings,
+    /// Each summary part's deltas (default: two halves of the part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_deltas: Option<Vec<Vec<String>>>,
+    /// Each content part's deltas (default: the part in one delta).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_deltas: Option<Vec<Vec<String>>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -255,6 +255,7 @@ mod tests {
             Ok(ClientStep::Spawn {
                 args: Vec::new(),
                 config_toml: String::new(),
+                provider: None,
             })
         })
         .expect("reads");

@@ -307,55 +307,15 @@ fn append(path: &Path, line: &str) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// A session's `config.toml` and arguments for the replay's servers: the recorded provider
-/// becomes the scripted one (either server's), with the recorded retry budgets. The recorded
-/// provider overrides go (a `-c` base URL would name the recording's own, gone, endpoint), and
-/// the scripted provider's are given as `-c` (which `codex-wire scripted` keeps, and the fake
-/// reads; its base URL is `scripted`'s to give).
-pub fn replay_settings(s: &Session) -> (String, Vec<String>) {
-    // The recorded provider's budgets as the fake reads them (codex's defaults included).
+/// A session's `config.toml`, arguments and model provider for the replay's servers: as
+/// recorded — the provider keeps its id, name and settings (the thread's `modelProvider`, its
+/// retry budgets). Only its address changes: the real server's replay points it at the scripted
+/// model (`codex-wire scripted --provider ID`, whose `-c` comes last and wins over the
+/// recording's pass-through address); the fake never connects.
+pub fn replay_settings(s: &Session) -> (String, Vec<String>, String) {
     let c = crate::fake::config::Config::parse(&s.config_toml, &cli_override_pairs(&s.args));
-    let (request, stream) = (c.request_max_retries, c.stream_max_retries);
-    let mut args = Vec::new();
-    let mut it = s.args.iter();
-    while let Some(a) = it.next() {
-        let kv = match a.as_str() {
-            "-c" | "--config" => it.next().cloned(),
-            _ => match a
-                .strip_prefix("--config=")
-                .or_else(|| a.strip_prefix("-c").filter(|v| !v.is_empty()))
-            {
-                Some(kv) => Some(kv.to_string()),
-                None => {
-                    args.push(a.clone());
-                    continue;
-                }
-            },
-        };
-        let key = kv
-            .as_deref()
-            .and_then(|kv| kv.split_once('='))
-            .map(|(k, _)| k.trim());
-        let provider_key = key.is_some_and(|k| {
-            k == "model_provider" || k == "openai_base_url" || k.starts_with("model_providers.")
-        });
-        if !provider_key {
-            args.push("-c".into());
-            args.extend(kv);
-        }
-    }
-    let p = crate::model::PROVIDER;
-    for kv in [
-        format!("model_provider={p:?}"),
-        format!("model_providers.{p}.name={p:?}"),
-        format!("model_providers.{p}.wire_api=\"responses\""),
-        format!("model_providers.{p}.request_max_retries={request}"),
-        format!("model_providers.{p}.stream_max_retries={stream}"),
-    ] {
-        args.push("-c".into());
-        args.push(kv);
-    }
-    (s.config_toml.clone(), args)
+    let id = c.provider.clone();
+    (s.config_toml.clone(), s.args.clone(), id)
 }
 
 /// Reads a recording back: `scenario.json`, `case.json`, `notes.txt`. A one-line summary.
@@ -381,8 +341,12 @@ pub fn derive(dir: &Path) -> Result<String, String> {
             .or_else(|| used.iter().position(|u| !u))
             .ok_or("a server process the sessions do not list")?;
         used[i] = true;
-        let (config_toml, args) = replay_settings(&sessions[i]);
-        Ok(crate::replay::ClientStep::Spawn { args, config_toml })
+        let (config_toml, args, provider) = replay_settings(&sessions[i]);
+        Ok(crate::replay::ClientStep::Spawn {
+            args,
+            config_toml,
+            provider: Some(provider),
+        })
     })?;
     let first = sessions.first().cloned().unwrap_or_default();
     let recorded = crate::replay::Recorded {
@@ -429,7 +393,7 @@ pub fn derive(dir: &Path) -> Result<String, String> {
     );
     if !tr.raw.is_empty() {
         summary.push_str(&format!(
-            ", {} kept as raw events (the scripted model replays them, the fake cannot; see {})",
+            ", {} kept as raw events (see {})",
             tr.raw.len(),
             dir.join(NOTES_FILE).display()
         ));
@@ -535,9 +499,11 @@ mod tests {
                 .into(),
             ..Session::default()
         };
-        let (_, args) = replay_settings(&s);
-        assert!(args.contains(&"model_providers.scripted.request_max_retries=1".to_string()));
-        assert!(args.contains(&"model_providers.scripted.stream_max_retries=2".to_string()));
-        assert!(!args.iter().any(|a| a.contains("corp")), "{args:?}");
+        // The replay keeps the provider as recorded: its id, its budgets (only its address
+        // is the replay's to give).
+        let (config, args, id) = replay_settings(&s);
+        assert_eq!(id, "corp");
+        assert_eq!(args, s.args);
+        assert_eq!(config, s.config_toml);
     }
 }

@@ -6,6 +6,7 @@
 //! during one (an interrupt, a steer) finds the replay paused at the same place.
 
 use super::passthrough::Exchange;
+use crate::model::events::{Event, Item};
 use crate::model::script::{self, Out, Reply};
 use crate::model::step::{Script, Step};
 use serde_json::{json, Map, Value};
@@ -20,9 +21,9 @@ pub struct Translation {
     pub scenario: Value,
     /// Model answers translated into steps.
     pub responses: usize,
-    /// Answers kept as raw events (the scripted model replays them; the fake cannot).
+    /// Answers kept as raw events (what the steps cannot say; both servers play them).
     pub raw: Vec<String>,
-    /// Everything else worth telling (requests not replayed, turns only the model plays).
+    /// Everything else worth telling (requests not replayed, turns given response by response).
     pub notes: Vec<String>,
 }
 
@@ -116,9 +117,9 @@ pub fn translate(exchanges: &[Exchange]) -> Translation {
     // follow-up is one).
     let default: Vec<Value> = Script::default_turn().steps;
     let is_default = |r: &Vec<Value>| {
-        same_events(
-            &render(0, &default),
-            &render(0, r).iter().collect::<Vec<_>>(),
+        same_view(
+            &render_view(0, &default),
+            &render_view(0, r).iter().collect::<Vec<_>>(),
         )
     };
     for t in turns.iter_mut() {
@@ -142,8 +143,8 @@ pub fn translate(exchanges: &[Exchange]) -> Translation {
             out_turns.push(as_steps);
         } else {
             tr.notes.push(format!(
-                "turn {}: its responses are given one by one (`responses`), which only the \
-                 scripted model plays",
+                "turn {}: its responses are given one by one (`responses`): its answers do not \
+                 split as its steps would",
                 k + 1
             ));
             out_turns.push(json!({"responses": responses}));
@@ -185,25 +186,65 @@ pub fn response_steps(ex: &Exchange, n: u64) -> (Vec<Value>, bool) {
         }
         return (vec![step], false);
     }
-    let events: Vec<&Value> = ex.events.iter().map(|e| &e.data).collect();
-    if let Some(steps) = read_steps(&events) {
-        if same_events(&render(n, &steps), &events) {
-            return (with_pauses(ex, steps, true), false);
+    let seen = view(ex);
+    if let Some(steps) = read_steps(ex, &seen) {
+        let recorded: Vec<&Event> = seen.iter().map(|s| &s.event).collect();
+        if same_view(&render_view(n, &steps), &recorded) {
+            return (steps, false);
         }
     }
-    // Raw: every event after the model's own `response.created`, then the stream ends where
-    // the recording's did (its `response.completed`, if any, is among the raw events).
-    let skip = usize::from(
-        events
-            .first()
-            .is_some_and(|e| e["type"] == "response.created"),
-    );
-    let mut steps: Vec<Value> = ex.events[skip..]
+    (raw_steps(ex), true)
+}
+
+/// The recording as it was: every event, a `sleep` where the stream paused; a stream that
+/// ended without its terminal event ends there again (`error_note`).
+fn raw_steps(ex: &Exchange) -> Vec<Value> {
+    let mut steps = Vec::new();
+    let mut last = ex.events.first().map_or(ex.t, |e| e.t);
+    let mut ended = false;
+    for e in &ex.events {
+        if e.t - last >= PAUSE {
+            steps.push(sleep(e.t - last));
+        }
+        last = e.t;
+        ended |= matches!(
+            e.data["type"].as_str(),
+            Some("response.completed" | "response.failed" | "response.incomplete")
+        );
+        steps.push(json!({"kind": "raw", "event": e.data}));
+    }
+    hold_open(ex, last, &mut steps);
+    if !ended {
+        steps.push(json!({"kind": "error_note"}));
+    }
+    steps
+}
+
+/// codex went away mid-stream (an interrupt): the replay holds the stream open where the
+/// recording's was cut, so the client's interrupt arrives first again.
+fn hold_open(ex: &Exchange, last: f64, steps: &mut Vec<Value>) {
+    if ex.end == "codex closed" {
+        steps.push(sleep((ex.t_end - last).max(1.0)));
+    }
+}
+
+/// A recorded event as codex reads it, and when it arrived.
+struct Seen {
+    t: f64,
+    event: Event,
+}
+
+/// What codex reads of a recorded stream: the events it acts on, in order (the ignored ones,
+/// `response.created` among them, left out).
+fn view(ex: &Exchange) -> Vec<Seen> {
+    ex.events
         .iter()
-        .map(|e| json!({"kind": "raw", "event": e.data}))
-        .collect();
-    steps.push(json!({"kind": "error_note"}));
-    (with_pauses(ex, steps, false), true)
+        .map(|e| Seen {
+            t: e.t,
+            event: Event::read(&e.data),
+        })
+        .filter(|s| !matches!(s.event, Event::Ignored | Event::Created {}))
+        .collect()
 }
 
 /// Steps as the servers read them (one that does not read is left out).
@@ -211,28 +252,37 @@ fn typed(steps: &[Value]) -> Vec<Step> {
     steps.iter().filter_map(|s| Step::parse(s).ok()).collect()
 }
 
-/// The events `steps` make the model send (delays aside).
-fn render(n: u64, steps: &[Value]) -> Vec<Value> {
+/// What codex reads of the events `steps` make the model send.
+fn render_view(n: u64, steps: &[Value]) -> Vec<Event> {
     match script::reply(n, &typed(steps)) {
         Reply::Stream(out) => out
-            .into_iter()
-            .filter_map(|o| match o {
-                Out::Event(e, _) => Some(e),
-                _ => None,
-            })
+            .iter()
+            .filter_map(Out::event)
+            .map(Event::read)
+            .filter(|e| !matches!(e, Event::Ignored | Event::Created {}))
             .collect(),
         Reply::Http { .. } => Vec::new(),
     }
 }
 
-/// Equal once each side's ids are numbered by first appearance (the model names its items
-/// after the response number; the upstream had its own).
-fn same_events(a: &[Value], b: &[&Value]) -> bool {
+/// Equal as codex reads them, once each side's ids are numbered by first appearance (the
+/// model names its items after the response number; the upstream had its own).
+fn same_view(a: &[Event], b: &[&Event]) -> bool {
     let (mut ma, mut mb) = (HashMap::new(), HashMap::new());
     a.len() == b.len()
         && a.iter()
             .zip(b)
-            .all(|(x, y)| ids_masked(x, &mut ma) == ids_masked(y, &mut mb))
+            .all(|(x, y)| ids_masked(&shown(x), &mut ma) == ids_masked(&shown(y), &mut mb))
+}
+
+/// An event as compared: usage by its four counts (codex reads absent details as zeros).
+fn shown(e: &Event) -> Value {
+    match e {
+        Event::Completed { response } => json!({"completed": response.usage.map(|u| [
+            u.input_tokens, u.cached(), u.output_tokens, u.reasoning()]),
+            "end_turn": response.end_turn}),
+        e => serde_json::to_value(e).unwrap_or(Value::Null),
+    }
 }
 
 fn ids_masked(v: &Value, seen: &mut HashMap<String, usize>) -> Value {
@@ -256,154 +306,104 @@ fn ids_masked(v: &Value, seen: &mut HashMap<String, usize>) -> Value {
     }
 }
 
-/// Inserts `sleep` steps where the recorded stream paused. `by_step`: the steps are the
-/// translated ones (the pause goes before the step whose first event followed it); otherwise
-/// one raw step per event.
-fn with_pauses(ex: &Exchange, steps: Vec<Value>, by_step: bool) -> Vec<Value> {
-    let times: Vec<f64> = ex.events.iter().map(|e| e.t).collect();
-    // The event index each step starts at.
-    let mut starts = Vec::with_capacity(steps.len());
-    if by_step {
-        let mut at = 1; // after response.created
-        for s in &steps {
-            starts.push(at);
-            at += events_of(s);
-        }
-    } else {
-        let skip = usize::from(
-            ex.events
-                .first()
-                .is_some_and(|e| e.data["type"] == "response.created"),
-        );
-        starts.extend((0..steps.len()).map(|i| i + skip));
-    }
-    let mut out = Vec::with_capacity(steps.len());
-    let mut last = times.first().copied().unwrap_or(ex.t);
-    for (s, start) in steps.into_iter().zip(starts) {
-        if let Some(&t) = times.get(start) {
-            if t - last >= PAUSE {
-                out.push(sleep(t - last));
-            }
-            // The step's own events: its last one is where the next gap starts.
-            last = t;
-        }
-        let end = start + events_of(&s);
-        if end > start {
-            if let Some(&t) = times.get(end - 1) {
-                last = t;
-            }
-        }
-        out.push(s);
-    }
-    // codex went away mid-stream (an interrupt): the replay holds the stream open where the
-    // recording's was cut, so the client's interrupt arrives first again.
-    if ex.end == "codex closed" {
-        let held = (ex.t_end - last).max(1.0);
-        let at = out.len().saturating_sub(usize::from(
-            out.last().is_some_and(|s| s["kind"] == "error_note"),
-        ));
-        out.insert(at, sleep(held));
-    }
-    out
-}
-
 fn sleep(secs: f64) -> Value {
     json!({"kind": "sleep", "seconds": (secs * 100.0).round() / 100.0})
 }
 
-/// How many events a translated step sends (for placing pauses).
-fn events_of(step: &Value) -> usize {
-    match script::reply(0, &typed(std::slice::from_ref(step))) {
-        Reply::Stream(out) => out
-            .iter()
-            .filter(|o| matches!(o, Out::Event(..)))
-            .count()
-            // reply's own response.created, and its response.completed unless the step ends
-            // the stream without one.
-            .saturating_sub(1)
-            .saturating_sub(usize::from(!matches!(
-                step["kind"].as_str(),
-                Some("fail" | "message_partial" | "error_note")
-            ))),
-        Reply::Http { .. } => 0,
-    }
-}
-
-/// Reads a stream's events as steps, or `None` when an event is not one the steps make.
-fn read_steps(events: &[&Value]) -> Option<Vec<Value>> {
+/// Reads what codex reads of a stream as steps, with its pauses (`sleep` steps between items,
+/// pauses among a message's deltas), or `None` when the steps cannot say the same thing (an
+/// event they never make, a pause inside another item).
+fn read_steps(ex: &Exchange, seen: &[Seen]) -> Option<Vec<Value>> {
+    // The gap before each event codex reads (the first from the stream's first event).
+    let base = ex.events.first().map_or(ex.t, |e| e.t);
+    let gap = |k: usize| seen[k].t - if k == 0 { base } else { seen[k - 1].t };
+    let paused = |k: usize| gap(k) >= PAUSE;
     let mut steps = Vec::new();
-    let mut i = 0;
-    let ty = |e: &Value| e["type"].as_str().unwrap_or_default().to_string();
-    if events.first().map(|e| ty(e)) != Some("response.created".into()) {
-        return None;
-    }
-    i += 1;
     let mut usage: Option<Value> = None;
     let mut ended = false;
-    while i < events.len() {
-        let e = events[i];
-        match ty(e).as_str() {
-            "response.output_item.added" => {
-                let item = &e["item"];
-                let id = item["id"].clone();
+    let mut k = 0;
+    while k < seen.len() {
+        if paused(k) {
+            steps.push(sleep(gap(k)));
+        }
+        match &seen[k].event {
+            Event::Added { item } => {
                 // This item's events up to its `output_item.done`.
-                let mut j = i + 1;
-                let mut deltas = Vec::new();
-                while j < events.len()
-                    && events[j]["type"] != "response.output_item.done"
-                    && events[j]["type"] != "response.output_item.added"
-                    && events[j]["type"] != "response.completed"
-                    && events[j]["type"] != "response.failed"
+                let mut j = k + 1;
+                while j < seen.len()
+                    && !matches!(
+                        seen[j].event,
+                        Event::Done { .. }
+                            | Event::Added { .. }
+                            | Event::Completed { .. }
+                            | Event::Failed { .. }
+                            | Event::Incomplete { .. }
+                    )
                 {
-                    if events[j]["item_id"] != id {
-                        return None;
-                    }
-                    deltas.push(events[j]);
                     j += 1;
                 }
-                let done = events
-                    .get(j)
-                    .filter(|d| d["type"] == "response.output_item.done");
+                let inner = k + 1..j;
+                let done = match seen.get(j).map(|s| &s.event) {
+                    Some(Event::Done { item }) => Some(item),
+                    _ => None,
+                };
                 let Some(done) = done else {
                     // The stream ends inside this item: a partial message, or nothing we make.
-                    if item["type"] == "message" && deltas.len() == 1 && j == events.len() {
-                        steps.push(json!({"kind": "message_partial",
-                                          "text": deltas[0]["delta"]}));
-                        return Some(steps);
-                    }
-                    return None;
+                    let one_delta = inner.len() == 1 && j == seen.len();
+                    return match (item, seen.get(k + 1).map(|s| &s.event)) {
+                        (Item::Message { .. }, Some(Event::TextDelta { delta }))
+                            if one_delta && !paused(k + 1) =>
+                        {
+                            steps.push(json!({"kind": "message_partial", "text": delta}));
+                            Some(steps)
+                        }
+                        _ => None,
+                    };
                 };
-                steps.push(item_step(&done["item"], &deltas)?);
-                i = j + 1;
+                let step = match done {
+                    Item::Message { .. } => {
+                        message_step(done, seen, inner.clone(), j, &paused, &gap)?
+                    }
+                    // Only a message says when its parts came.
+                    _ if inner.clone().chain([j]).any(&paused) => return None,
+                    _ => item_step(done, seen, inner.clone())?,
+                };
+                steps.push(step);
+                k = j + 1;
             }
-            "response.completed" if i + 1 == events.len() => {
-                let u = &e["response"]["usage"];
-                let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            Event::Completed { response } if k + 1 == seen.len() => {
+                if response.end_turn.is_some() {
+                    return None;
+                }
+                let u = response.usage?;
                 let mut step = json!({"kind": "usage"});
-                for (k, p) in [
-                    ("input", "/input_tokens"),
-                    ("cached", "/input_tokens_details/cached_tokens"),
-                    ("output", "/output_tokens"),
-                    ("reasoning", "/output_tokens_details/reasoning_tokens"),
+                for (key, v) in [
+                    ("input", u.input_tokens),
+                    ("cached", u.cached()),
+                    ("output", u.output_tokens),
+                    ("reasoning", u.reasoning()),
                 ] {
-                    if n(p) > 0 {
-                        step[k] = json!(n(p));
+                    if v > 0 {
+                        step[key] = json!(v);
                     }
                 }
                 usage = Some(step);
                 ended = true;
-                i += 1;
+                k += 1;
             }
-            "response.failed" if i + 1 == events.len() => {
-                let err = &e["response"]["error"];
-                steps.push(json!({"kind": "fail", "code": err["code"], "message": err["message"]}));
+            Event::Failed { response } if k + 1 == seen.len() => {
+                let err = response.error.as_ref()?;
+                steps.push(json!({"kind": "fail", "code": err.code, "message": err.message}));
+                hold_open(ex, seen[k].t, &mut steps);
                 return Some(steps);
             }
             _ => return None,
         }
     }
+    let last = seen.last().map_or(base, |s| s.t);
     if !ended {
         // The stream dropped between items.
+        hold_open(ex, last, &mut steps);
         steps.push(json!({"kind": "error_note"}));
         return Some(steps);
     }
@@ -420,61 +420,119 @@ fn read_steps(events: &[&Value]) -> Option<Vec<Value>> {
         };
         steps.insert(at, u);
     }
+    hold_open(ex, last, &mut steps);
     Some(steps)
 }
 
-/// The step for one completed output item (`deltas`: the events between added and done).
-fn item_step(item: &Value, deltas: &[&Value]) -> Option<Value> {
-    match item["type"].as_str()? {
-        "message" => {
-            let text = item["content"][0]["text"].as_str().unwrap_or_default();
-            let got: Vec<&str> = deltas
-                .iter()
-                .map(|d| {
-                    (d["type"] == "response.output_text.delta")
-                        .then(|| d["delta"].as_str())
-                        .flatten()
-                })
-                .collect::<Option<_>>()?;
-            let mut step = json!({"kind": "message", "text": text});
-            let k = got.len().max(1);
-            if script::split(text, k) == got {
-                step["chunks"] = json!(k);
-            } else {
-                step["deltas"] = json!(got);
-            }
-            if let Some(p) = item.get("phase").filter(|p| !p.is_null()) {
-                step["phase"] = p.clone();
-            }
-            Some(step)
+/// A message: its text (the done item's), its deltas (the scripted split when they are one,
+/// else as they came, with the pauses among them), its phase.
+fn message_step(
+    done: &Item,
+    seen: &[Seen],
+    inner: std::ops::Range<usize>,
+    j: usize,
+    paused: &dyn Fn(usize) -> bool,
+    gap: &dyn Fn(usize) -> f64,
+) -> Option<Value> {
+    let Item::Message { content, phase, .. } = done else {
+        return None;
+    };
+    let text = Item::message_text(content);
+    let mut deltas: Vec<Value> = Vec::new();
+    let mut texts: Vec<&str> = Vec::new();
+    let mut pauses = false;
+    for k in inner.chain([j]) {
+        if paused(k) {
+            pauses = true;
+            deltas.push(json!({"sleep": (gap(k) * 100.0).round() / 100.0}));
         }
-        "reasoning" => {
-            let summary: Vec<Value> = item["summary"]
-                .as_array()?
-                .iter()
-                .map(|s| s["text"].clone())
-                .collect();
-            let content: Vec<Value> = item["content"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|s| s["text"].clone())
-                .collect();
+        match &seen[k].event {
+            Event::TextDelta { delta } => {
+                texts.push(delta);
+                deltas.push(json!(delta));
+            }
+            Event::Done { .. } => {}
+            _ => return None,
+        }
+    }
+    let mut step = json!({"kind": "message", "text": text});
+    let chunks = texts.len().max(1);
+    if !pauses && script::split(&text, chunks) == texts {
+        step["chunks"] = json!(chunks);
+    } else {
+        step["deltas"] = Value::Array(deltas);
+    }
+    if let Some(p) = phase {
+        step["phase"] = json!(p);
+    }
+    Some(step)
+}
+
+/// The step for one completed output item other than a message (its events between added
+/// and done: `inner`).
+fn item_step(item: &Item, seen: &[Seen], inner: std::ops::Range<usize>) -> Option<Value> {
+    match item {
+        Item::Reasoning {
+            summary, content, ..
+        } => {
+            let summary: Vec<String> = summary.iter().map(|s| s.text.clone()).collect();
+            let content: Vec<String> = content.iter().flatten().map(|s| s.text.clone()).collect();
+            // The parts' deltas as they came (kept when they are not the scripted split).
+            let mut s_deltas: Vec<Vec<String>> = vec![Vec::new(); summary.len()];
+            let mut c_deltas: Vec<Vec<String>> = vec![Vec::new(); content.len()];
+            for k in inner {
+                match &seen[k].event {
+                    Event::SummaryPart { .. } => {}
+                    Event::SummaryDelta {
+                        delta,
+                        summary_index,
+                    } => s_deltas
+                        .get_mut(usize::try_from(*summary_index).ok()?)?
+                        .push(delta.clone()),
+                    Event::ReasoningDelta {
+                        delta,
+                        content_index,
+                    } => c_deltas
+                        .get_mut(usize::try_from(*content_index).ok()?)?
+                        .push(delta.clone()),
+                    _ => return None,
+                }
+            }
             let mut step = json!({"kind": "reasoning", "summary": summary});
             if !content.is_empty() {
                 step["content"] = json!(content);
             }
+            let halves = |r: &Value| {
+                let Ok(Step::Reasoning(r)) = Step::parse(r) else {
+                    return false;
+                };
+                summary
+                    .iter()
+                    .enumerate()
+                    .all(|(k, p)| script::summary_deltas(&r, k, p) == s_deltas[k])
+            };
+            if !halves(&step) {
+                step["summary_deltas"] = json!(s_deltas);
+            }
+            if c_deltas
+                .iter()
+                .zip(&content)
+                .any(|(d, c)| *d != [c.clone()])
+            {
+                step["content_deltas"] = json!(c_deltas);
+            }
             Some(step)
         }
-        "function_call" => {
-            if !deltas.is_empty() {
+        Item::FunctionCall {
+            name, arguments, ..
+        } => {
+            // Argument deltas are not read by codex; anything else inside is not a call's.
+            if !inner.is_empty() {
                 return None;
             }
-            let name = item["name"].as_str()?;
-            let raw_args = item["arguments"].as_str()?;
-            let args: Value = serde_json::from_str(raw_args).unwrap_or(Value::Null);
-            let generic = json!({"kind": "tool_call", "tool": name, "arguments": raw_args});
-            let specific = match name {
+            let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+            let generic = json!({"kind": "tool_call", "tool": name, "arguments": arguments});
+            let specific = match name.as_str() {
                 "exec_command" => {
                     let mut s = json!({"kind": "command", "command": args["cmd"]});
                     if let Some(w) = args.get("workdir") {
@@ -502,18 +560,15 @@ fn item_step(item: &Value, deltas: &[&Value]) -> Option<Value> {
             };
             // The specific step only when it renders the same call; else the call as it was.
             let renders = |s: &Value| {
-                let ev = render(0, std::slice::from_ref(s));
-                ev.iter()
-                    .find(|e| e["type"] == "response.output_item.done")
-                    .is_some_and(|d| {
-                        d["item"]["arguments"] == item["arguments"]
-                            && d["item"]["name"] == item["name"]
-                    })
+                render_view(0, std::slice::from_ref(s)).iter().any(|e| {
+                    matches!(e, Event::Done { item: Item::FunctionCall { name: n, arguments: a, .. } }
+                             if n == name && a == arguments)
+                })
             };
             Some(specific.filter(renders).unwrap_or(generic))
         }
-        "custom_tool_call" if item["name"] == "apply_patch" && deltas.is_empty() => {
-            Some(json!({"kind": "file_change", "patch": item["input"]}))
+        Item::CustomToolCall { name, input, .. } if name == "apply_patch" && inner.is_empty() => {
+            Some(json!({"kind": "file_change", "patch": input}))
         }
         _ => None,
     }
@@ -522,29 +577,42 @@ fn item_step(item: &Value, deltas: &[&Value]) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::passthrough::Event;
+    use crate::record::passthrough::Event as Recorded;
 
-    fn exchange_of(n: u64, steps: &[Value]) -> Exchange {
-        let events = match script::reply(n, &typed(steps)) {
-            Reply::Stream(out) => out
-                .into_iter()
-                .filter_map(|o| match o {
-                    Out::Event(e, _) => Some(Event { t: 1.0, data: e }),
-                    _ => None,
-                })
-                .collect(),
-            Reply::Http { .. } => Vec::new(),
-        };
+    fn exchange(events: Vec<(f64, Value)>) -> Exchange {
         Exchange {
             method: "POST".into(),
             path: "/v1/responses".into(),
             status: 200,
-            events,
+            events: events
+                .into_iter()
+                .map(|(t, data)| Recorded { t, data })
+                .collect(),
             end: "complete".into(),
             t: 1.0,
             t_end: 1.0,
             ..Exchange::default()
         }
+    }
+
+    fn exchange_of(n: u64, steps: &[Value]) -> Exchange {
+        let events = match script::reply(n, &typed(steps)) {
+            Reply::Stream(out) => out
+                .iter()
+                .filter_map(Out::event)
+                .map(|e| (1.0, e.clone()))
+                .collect(),
+            Reply::Http { .. } => Vec::new(),
+        };
+        exchange(events)
+    }
+
+    fn says_the_same(ex: &Exchange, n: u64, steps: &[Value]) -> bool {
+        let seen = view(ex);
+        same_view(
+            &render_view(n, steps),
+            &seen.iter().map(|s| &s.event).collect::<Vec<_>>(),
+        )
     }
 
     #[test]
@@ -574,28 +642,164 @@ mod tests {
             let ex = exchange_of(3, &steps);
             let (got, raw) = response_steps(&ex, 7);
             assert!(!raw, "{steps:?} came back raw: {got:?}");
-            let events: Vec<&Value> = ex.events.iter().map(|e| &e.data).collect();
-            assert!(
-                same_events(&render(7, &got), &events),
-                "{steps:?} → {got:?}"
-            );
+            assert!(says_the_same(&ex, 7, &got), "{steps:?} → {got:?}");
         }
+    }
+
+    /// A stream as the Responses API sends it (every event numbered; a message's parts and
+    /// `.done` events; reasoning in many deltas) reads as the steps codex would be told the
+    /// same by, pauses included: one inside the message, one before it.
+    #[test]
+    fn a_real_stream_reads_as_steps_with_its_pauses() {
+        let mut seq = 0;
+        let mut ev = |t: f64, mut e: Value| {
+            e["sequence_number"] = json!(seq);
+            seq += 1;
+            (t, e)
+        };
+        let msg = json!({"id": "msg_a", "type": "message", "role": "assistant",
+                         "status": "in_progress", "content": []});
+        let part = json!({"type": "output_text", "text": "Hello, world", "annotations": []});
+        let events = vec![
+            ev(
+                1.0,
+                json!({"type": "response.created", "response": {"id": "r"}}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.in_progress", "response": {"id": "r"}}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.output_item.added", "output_index": 0,
+                           "item": {"id": "rs_a", "type": "reasoning", "summary": []}}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.reasoning_summary_part.added", "item_id": "rs_a",
+                           "summary_index": 0, "part": {"type": "summary_text", "text": ""}}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_a",
+                           "summary_index": 0, "delta": "Th"}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_a",
+                           "summary_index": 0, "delta": "in"}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_a",
+                           "summary_index": 0, "delta": "king"}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.reasoning_summary_text.done", "item_id": "rs_a",
+                           "summary_index": 0, "text": "Thinking"}),
+            ),
+            ev(
+                1.0,
+                json!({"type": "response.output_item.done", "output_index": 0,
+                           "item": {"id": "rs_a", "type": "reasoning", "encrypted_content": "x",
+                                    "summary": [{"type": "summary_text", "text": "Thinking"}]}}),
+            ),
+            ev(
+                2.0,
+                json!({"type": "response.output_item.added", "output_index": 1,
+                           "item": msg}),
+            ),
+            ev(
+                2.0,
+                json!({"type": "response.content_part.added", "item_id": "msg_a",
+                           "output_index": 1, "content_index": 0, "part": part}),
+            ),
+            ev(
+                2.0,
+                json!({"type": "response.output_text.delta", "item_id": "msg_a",
+                           "output_index": 1, "content_index": 0, "delta": "Hello",
+                           "logprobs": []}),
+            ),
+            ev(
+                3.5,
+                json!({"type": "response.output_text.delta", "item_id": "msg_a",
+                           "output_index": 1, "content_index": 0, "delta": ", world",
+                           "logprobs": []}),
+            ),
+            ev(
+                3.5,
+                json!({"type": "response.output_text.done", "item_id": "msg_a",
+                           "text": "Hello, world"}),
+            ),
+            ev(
+                3.5,
+                json!({"type": "response.output_item.done", "output_index": 1,
+                           "item": {"id": "msg_a", "type": "message", "role": "assistant",
+                                    "status": "completed", "content": [part]}}),
+            ),
+            ev(
+                3.5,
+                json!({"type": "response.completed", "response": {"id": "r", "usage": {
+                "input_tokens": 9, "output_tokens": 3, "total_tokens": 12}}}),
+            ),
+        ];
+        let ex = exchange(events);
+        let (steps, raw) = response_steps(&ex, 4);
+        assert!(!raw, "{steps:?}");
+        assert_eq!(
+            steps,
+            vec![
+                json!({"kind": "reasoning", "summary": ["Thinking"],
+                       "summary_deltas": [["Th", "in", "king"]]}),
+                json!({"kind": "sleep", "seconds": 1.0}),
+                json!({"kind": "message", "text": "Hello, world",
+                       "deltas": ["Hello", {"sleep": 1.5}, ", world"]}),
+                json!({"kind": "usage", "input": 9, "output": 3}),
+            ]
+        );
+        assert!(says_the_same(&ex, 4, &steps));
     }
 
     #[test]
     fn foreign_events_stay_raw_and_http_errors_keep_their_headers() {
-        let mut ex = exchange_of(0, &[json!({"kind": "message", "text": "hi"})]);
-        ex.events.insert(
-            1,
-            Event {
-                t: 1.0,
-                data: json!({"type": "response.in_progress"}),
-            },
-        );
+        // An item kind the steps lack: raw, every event as recorded, its own start kept.
+        let ex = exchange(vec![
+            (
+                1.0,
+                json!({"type": "response.created", "response": {"id": "r"}}),
+            ),
+            (
+                1.0,
+                json!({"type": "response.output_item.done",
+                         "item": {"type": "web_search_call", "id": "ws",
+                                  "action": {"type": "search", "query": "q"}}}),
+            ),
+            (
+                2.0,
+                json!({"type": "response.completed", "response": {"id": "r"}}),
+            ),
+        ]);
         let (steps, raw) = response_steps(&ex, 0);
         assert!(raw);
+        assert_eq!(steps[0]["event"]["type"], "response.created");
+        assert_eq!(steps[2], json!({"kind": "sleep", "seconds": 1.0}));
+        assert_eq!(
+            steps.len(),
+            4,
+            "no error_note after the stream's own end: {steps:?}"
+        );
+        // A stream that dropped keeps dropping.
+        let mut cut = exchange_of(0, &[json!({"kind": "message", "text": "hi"})]);
+        cut.events.pop();
+        cut.events.push(Recorded {
+            t: 1.0,
+            data: json!({"type": "response.output_item.done",
+                         "item": {"type": "image_generation_call", "id": "ig"}}),
+        });
+        let (steps, raw) = response_steps(&cut, 0);
+        assert!(raw);
         assert_eq!(steps.last(), Some(&json!({"kind": "error_note"})));
-        assert_eq!(steps[0]["event"]["type"], "response.in_progress");
         let err = Exchange {
             status: 429,
             text: Some("slow down".into()),
@@ -612,36 +816,5 @@ mod tests {
                         "headers": {"retry-after": "1"}})
             ]
         );
-    }
-
-    #[test]
-    fn deltas_of_another_split_are_kept_and_pauses_become_sleeps() {
-        let mut ex = exchange_of(
-            0,
-            &[json!({"kind": "message", "text": "abcdef", "chunks": 3})],
-        );
-        for e in &mut ex.events {
-            if e.data["type"] == "response.output_text.delta" {
-                e.data["delta"] = json!("");
-            }
-        }
-        let deltas: Vec<usize> = ex
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.data["type"] == "response.output_text.delta")
-            .map(|(i, _)| i)
-            .collect();
-        ex.events[deltas[0]].data["delta"] = json!("a");
-        ex.events[deltas[1]].data["delta"] = json!("bcde");
-        ex.events[deltas[2]].data["delta"] = json!("f");
-        // A two-second pause before the message's first event.
-        for e in &mut ex.events[1..] {
-            e.t = 3.0;
-        }
-        let (steps, raw) = response_steps(&ex, 0);
-        assert!(!raw);
-        assert_eq!(steps[0], json!({"kind": "sleep", "seconds": 2.0}));
-        assert_eq!(steps[1]["deltas"], json!(["a", "bcde", "f"]));
     }
 }

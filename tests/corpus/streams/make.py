@@ -181,7 +181,8 @@ def sessions():
     # A message.
     r = Response(rid(1)).start()
     r.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20001", ["The answer", " is", " 42."])
-    out.append(case("s1_message", turns([r.completed(120, 9, cached=64)])))
+    # Under a provider of the user's own (`corp`), which the replays keep.
+    out.append(case("s1_message", turns([r.completed(120, 9, cached=64)]), provider="corp"))
     # Reasoning, then a message.
     r = Response(rid(2)).start()
     r.reasoning("rs_68f0a1b2c3d4e5f6a7b8c9d0e1f20002",
@@ -225,7 +226,7 @@ def sessions():
     r = Response(rid(9)).start()
     r.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20010", ["After", " the wait."])
     sc = {"turns": [{"responses": [[http], r.completed(130, 7).steps]}]}
-    out.append(case("s6_http_429_then_success", sc, stream_retries=2))
+    out.append(case("s6_http_429_then_success", sc, stream_retries=2, provider="corp"))
     # An interrupt on the first delta of a slowly streaming answer.
     r = Response(rid(10)).start()
     r.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20011", ["Thinking", 3, " it over."])
