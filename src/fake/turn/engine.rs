@@ -661,7 +661,10 @@ impl<'a> Ctx<'a> {
                 Ok(Sampled::Failed { code, message }) => self.failed(&code, &message)?,
                 Ok(Sampled::Incomplete { reason }) => self.incomplete(&reason)?,
                 Err(End::Steered) => {
-                    self.rate_limits();
+                    // The abandoned stream's account, as for an interrupt: the thread's usage as
+                    // it stands (when it has any), then the rate limits (seen on 0.171.0, a
+                    // steer in a thread's second turn).
+                    self.unfinished_response();
                     self.open = false;
                     self.take_steers();
                 }

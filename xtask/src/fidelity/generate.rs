@@ -53,6 +53,15 @@ pub const MODELS: &[&str] = &[
 ];
 
 /// Texts the model says: plain, empty, unicode, escapes, long, markdown.
+/// A message's text as deltas with a pause (0.3-0.8 s) between two of them.
+fn paced(t: &str, rng: &mut Rng) -> Value {
+    let chars: Vec<char> = t.chars().collect();
+    let at = 1 + rng.below(chars.len() - 1);
+    let pause = 0.3 + rng.below(6) as f64 / 10.0;
+    let (a, b) = chars.split_at(at);
+    json!([a.iter().collect::<String>(), {"sleep": pause}, b.iter().collect::<String>()])
+}
+
 fn text(rng: &mut Rng) -> String {
     rng.weighted(&[
         (30, "Done.".to_string()),
@@ -297,8 +306,13 @@ impl<'a> Generator<'a> {
         ]);
         match kind {
             "message" => {
-                let mut s = json!({"kind": "message", "text": text(&mut self.rng)});
-                if self.rng.pct(40) {
+                let t = text(&mut self.rng);
+                let mut s = json!({"kind": "message", "text": t});
+                if self.rng.pct(15) && t.chars().count() >= 2 {
+                    // Paced: the model pauses inside the message (its deltas, a pause between
+                    // two of them).
+                    s["deltas"] = paced(&t, &mut self.rng);
+                } else if self.rng.pct(40) {
                     s["chunks"] = json!(1 + self.rng.below(4));
                 }
                 if self.rng.pct(15) {
@@ -590,24 +604,42 @@ impl<'a> Generator<'a> {
         case.dirs.dedup();
         // The client's answers and turn controls.
         case.decisions = (0..needs.approvals).map(|_| self.decision()).collect();
-        // An interrupt lands while the model's stream pauses: a client interrupting a stream in
-        // full flow races the server's own handling (how far the stream got differs real
-        // against real). A request left unanswered is interrupted by the harness itself.
-        // The trigger fires in every turn, so every turn pauses after its first message.
-        if self.rng.pct(5) {
+        // An interrupt or a steer lands while the model's stream pauses: a client acting on a
+        // stream in full flow races the server's own handling (how far the stream got differs
+        // real against real). A request left unanswered is interrupted by the harness itself.
+        // The trigger fires in every turn, so every turn pauses: after its first message, or
+        // inside it, after its first delta.
+        let control = self.rng.weighted(&[
+            (90, "none"),
+            (3, "interrupt_after_message"),
+            (4, "interrupt_on_delta"),
+            (3, "steer_on_delta"),
+        ]);
+        if control != "none" {
+            let lead = match control {
+                "interrupt_after_message" => vec![
+                    json!({"kind": "message", "text": "Working on it."}),
+                    json!({"kind": "sleep", "seconds": 1.0}),
+                ],
+                _ => vec![json!({"kind": "message", "text": "Working on it.",
+                                 "deltas": ["Working", {"sleep": 1.0}, " on it."]})],
+            };
             if let Some(turns) = case.scenario["turns"].as_array_mut() {
                 for turn in turns {
                     if let Some(steps) = turn["steps"].as_array_mut() {
-                        steps.splice(
-                            0..0,
-                            [
-                                json!({"kind": "message", "text": "Working on it."}),
-                                json!({"kind": "sleep", "seconds": 1.0}),
-                            ],
-                        );
+                        steps.splice(0..0, lead.clone());
                     }
                 }
-                case.interrupt_on = Some("item/completed:agentMessage".into());
+            }
+            match control {
+                "interrupt_after_message" => {
+                    case.interrupt_on = Some("item/completed:agentMessage".into())
+                }
+                "interrupt_on_delta" => case.interrupt_on = Some("item/agentMessage/delta".into()),
+                _ => {
+                    case.steer = Some(self.rng.pick(&["also this", "and check ✓"]).to_string());
+                    case.steer_on = Some("item/agentMessage/delta".into());
+                }
             }
         }
         if turns >= 2 && self.rng.pct(15) {
