@@ -53,6 +53,18 @@ function checkArg(arg, v) {
       if (!isPlainObject(v) || !Object.values(v).every((x) => typeof x === "string"))
         throw new TypeError(`${name} must be a map of strings`);
       break;
+    case "deltas":
+      if (!Array.isArray(v)) throw new TypeError(`${name} must be a list, not ${typeName(v)}`);
+      v.forEach((d, i) => {
+        if (isPlainObject(d) && same(Object.keys(d), ["sleep"])) {
+          if (typeof d.sleep !== "number" || !Number.isFinite(d.sleep))
+            throw new TypeError(`${name}[${i}].sleep must be a number, not ${typeName(d.sleep)}`);
+          if (d.sleep < 0) throw new RangeError(`${name}[${i}].sleep must be >= 0, not ${d.sleep}`);
+        } else if (typeof d !== "string") {
+          throw new TypeError(`${name}[${i}] must be a string or {"sleep": seconds}, not ${JSON.stringify(d)}`);
+        }
+      });
+      return [...v];
     case "questions":
       if (!Array.isArray(v) || !v.every(isPlainObject)) throw new TypeError(`${name} must be a list of dicts`);
       for (const q of v)

@@ -119,8 +119,8 @@ class FakeCodex:
 
     def load_recording(self, path: str | Path) -> "FakeCodex":
         """Plays the model's answers of a recording (``codex-wire record --out DIR``):
-        ``DIR/scenario.json``, as written by the recorder (a recording's model-only steps, such
-        as raw events, play in real mode only). Your client then drives the session."""
+        ``DIR/scenario.json``, as written by the recorder (raw events included: the fake plays them
+        as the real server does). Your client then drives the session."""
         scenario = json.loads((Path(path) / "scenario.json").read_text(encoding="utf-8"))
         (self.state_dir / "scenario.json").write_text(json.dumps(scenario), encoding="utf-8")
         return self

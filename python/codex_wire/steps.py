@@ -15,6 +15,7 @@ from typing import Any, Iterable, Optional, Sequence
 MODEL_KINDS = {
     "message", "reasoning", "command", "file_change", "usage", "fail", "message_partial",
     "error_note", "user_input", "tool_call", "permissions", "goal", "sleep", "http_error",
+    "delay", "raw",
 }
 FAKE_ONLY_KINDS = {
     "crash", "progress", "grandchild", "notify", "compaction", "elicitation", "auth_refresh",
@@ -55,14 +56,30 @@ def _step(kind: str, **fields: Any) -> dict:
     return {"kind": kind, **{k: v for k, v in fields.items() if v is not None}}
 
 
-def message(text: str, *, chunks: int = 3, phase: Optional[str] = None) -> dict:
-    """An agent message streamed in ``chunks`` deltas; ``phase``: ``commentary`` or
-    ``final_answer``."""
+def _deltas(name: str, v: Any) -> list:
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"{name} must be a list, not {type(v).__name__}")
+    for i, d in enumerate(v):
+        if isinstance(d, dict) and set(d) == {"sleep"}:
+            _num(f"{name}[{i}].sleep", d["sleep"])
+        elif not isinstance(d, str):
+            raise TypeError(f'{name}[{i}] must be a string or {{"sleep": seconds}}, not {d!r}')
+    return list(v)
+
+
+def message(
+    text: str, *, chunks: int = 3, phase: Optional[str] = None, deltas: Optional[Sequence[Any]] = None
+) -> dict:
+    """An agent message streamed in ``chunks`` deltas (or the ``deltas`` given: strings, and
+    ``{"sleep": seconds}`` pauses among them, where an interrupt or a steer can land); ``phase``:
+    ``commentary`` or ``final_answer``."""
     _str("text", text)
     _int("chunks", chunks, minimum=1)
     if phase not in (None, "commentary", "final_answer"):
         raise ValueError(f"phase must be one of commentary, final_answer, not {phase!r}")
-    return _step("message", text=text, chunks=chunks, phase=phase)
+    if deltas is not None:
+        deltas = _deltas("deltas", deltas)
+    return _step("message", text=text, chunks=chunks, phase=phase, deltas=deltas)
 
 
 def reasoning(summary: str | Sequence[str] = (), content: str | Sequence[str] = ()) -> dict:

@@ -645,4 +645,69 @@ mod tests {
             })
         );
     }
+
+    /// What the typed step says of itself in serde's errors: `expected `a``, `expected `a` or
+    /// `b``, `expected one of `a`, `b`, `c``, `there are no fields`.
+    fn listed(err: &str) -> Vec<String> {
+        let Some((_, list)) = err.split_once("expected ") else {
+            return Vec::new();
+        };
+        let list = list.strip_prefix("one of ").unwrap_or(list);
+        list.split(", ")
+            .flat_map(|w| w.split(" or "))
+            .map(|w| {
+                w.trim_matches(|c: char| c == '`' || c.is_whitespace())
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// `clients/steps.json` (the Python and npm builders' description) says what this type
+    /// reads: the same kinds, model and fake-only; every builder arg a field the kind takes; every
+    /// described step one it reads.
+    #[test]
+    fn the_client_step_description_is_this_type() {
+        let d: Value =
+            serde_json::from_str(include_str!("../../clients/steps.json")).expect("steps.json");
+        let names = |k: &str| -> Vec<String> {
+            let mut v: Vec<String> = d[k]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap().to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        let (model, fake_only) = (names("model_kinds"), names("fake_only_kinds"));
+        let mut kinds = listed(&Step::parse(&json!({"kind": "?"})).unwrap_err());
+        kinds.sort();
+        let mut described = [model.clone(), fake_only.clone()].concat();
+        described.sort();
+        assert_eq!(
+            described, kinds,
+            "steps.json kinds against the Step variants"
+        );
+        for b in d["builders"].as_array().unwrap() {
+            let kind = b["kind"].as_str().unwrap();
+            let err = Step::parse(&json!({"kind": kind, "?": 1})).unwrap_err();
+            let fields = listed(&err);
+            for a in b["args"].as_array().unwrap() {
+                let name = a["name"].as_str().unwrap();
+                assert!(
+                    fields.iter().any(|f| f == name),
+                    "{kind}: steps.json's `{name}` is not a field the step reads ({err})"
+                );
+            }
+        }
+        for c in d["cases"].as_array().unwrap() {
+            let Some(step) = c.get("step") else { continue };
+            let s = Step::parse(step).unwrap_or_else(|e| panic!("steps.json case: {e}"));
+            assert_eq!(
+                s.model_plays(),
+                model.iter().any(|k| k == s.kind()),
+                "{step}: model kind or fake-only"
+            );
+        }
+    }
 }

@@ -72,6 +72,7 @@ fn ts_type(arg: &Value) -> String {
         "strings" => "string | string[]",
         "string_map" => "Record<string, string>",
         "questions" => "Array<{ id: string; question: string; [key: string]: unknown }>",
+        "deltas" => "Array<string | { sleep: number }>",
         _ => "unknown",
     }
     .into()

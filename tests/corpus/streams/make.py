@@ -125,6 +125,20 @@ class Response:
         self.output.append(done)
         return self.ev("response.output_item.done", output_index=idx, item=done)
 
+    def custom_tool_call(self, cid, call_id, name, text, pieces=3):
+        idx = len(self.output)
+        item = {"id": cid, "type": "custom_tool_call", "status": "in_progress", "call_id": call_id,
+                "name": name, "input": ""}
+        self.ev("response.output_item.added", output_index=idx, item=item)
+        size = max(1, -(-len(text) // pieces))
+        for i in range(0, len(text), size):
+            self.ev("response.custom_tool_call_input.delta", item_id=cid, output_index=idx,
+                    delta=text[i:i + size], obfuscation="pad")
+        self.ev("response.custom_tool_call_input.done", item_id=cid, output_index=idx, input=text)
+        done = dict(item, status="completed", input=text)
+        self.output.append(done)
+        return self.ev("response.output_item.done", output_index=idx, item=done)
+
     def web_search(self, wid, action):
         idx = len(self.output)
         item = {"id": wid, "type": "web_search_call", "status": "in_progress"}
@@ -302,6 +316,15 @@ def corpus():
     b.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20029", ["Second", " try."])
     out.append(case("37g_stream_failed_then_retried", turns([a, b.completed(110, 5)]),
                     stream_retries=1))
+    # A patch whose input streams in deltas (codex previews a patch as it streams).
+    a = Response(rid(32)).start()
+    a.custom_tool_call("ctc_68f0a1b2c3d4e5f6a7b8c9d0e1f20036", "call_Pq8rS7tU6vW5xY4zA3bC2dE1",
+                       "apply_patch", "*** Begin Patch\n*** Add File: notes.txt\n+first line\n"
+                       "+second line\n*** End Patch", pieces=4)
+    a.completed(150, 40)
+    b = Response(rid(33)).start()
+    b.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20037", ["Wrote", " it."])
+    out.append(case("37i_stream_patch_input_deltas", turns([a, b.completed(200, 3)])))
     # A response that says the turn is not over (`end_turn: false`): codex asks again.
     a = Response(rid(30)).start()
     a.message("msg_68f0a1b2c3d4e5f6a7b8c9d0e1f20034", ["First", " part."], phase="commentary")
