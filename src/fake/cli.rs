@@ -180,3 +180,18 @@ impl CodexOptions {
         out
     }
 }
+
+/// File in the state dir whose existence releases `grandchild` processes.
+pub const GRANDCHILD_RELEASE: &str = "release-grandchildren";
+
+/// What the fake runs with, resolved from its command line.
+#[derive(Debug, Default)]
+pub struct Args {
+    pub listen: Option<String>,
+    pub ws_auth: Option<String>,
+    pub ws_token_file: Option<PathBuf>,
+    /// `-c key=value` and the flags that are sugar for it, in order (a later one wins).
+    pub overrides: Vec<(String, String)>,
+    /// The codex version the fake answers as.
+    pub protocol: Option<&'static crate::Protocol>,
+}

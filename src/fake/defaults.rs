@@ -21,7 +21,7 @@ struct Schema {
 /// The schema of one version, read once per process.
 fn schema(p: &'static Protocol) -> &'static Schema {
     static S: OnceLock<Mutex<HashMap<&'static str, &'static Schema>>> = OnceLock::new();
-    let mut cache = crate::fake::server::lock(S.get_or_init(Default::default));
+    let mut cache = crate::fake::state::lock(S.get_or_init(Default::default));
     cache.entry(p.version).or_insert_with(|| {
         let bundle: Value = serde_json::from_str(p.bundle).unwrap_or(Value::Null);
         let mut defs = bundle["definitions"]

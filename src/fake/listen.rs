@@ -1,15 +1,13 @@
 //! Transports: stdio (newline-delimited JSON), and WebSocket over TCP (`ws://IP:PORT`) or over
-//! a Unix socket (`unix://PATH`), as the real server serves them. Signals are turned into
-//! transcript entries by a dedicated thread.
+//! a Unix socket (`unix://PATH`), as the real server serves them — framing, the inbound queue
+//! and its overload replies, batching. The bottom room of the fake: it serves any
+//! [`Connection`] a [`Host`] makes, and knows nothing of what a line means.
 
-use super::server::{Conn, Fake, Next, Sink};
-use super::state::scenario;
-use super::Args;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::io::{self, BufRead, Read, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -17,66 +15,50 @@ use std::time::Duration;
 use tungstenite::protocol::{Role, WebSocket};
 use tungstenite::Message;
 
-/// How long codex 0.171.0 takes to load its configuration and fail on a bad one (measured:
-/// 150–250 ms on this machine's kind).
-const STARTUP_MS: u64 = 200;
+/// Where a connection's outbound lines go (stdout, a socket, a WebSocket writer): each call gets
+/// one or more whole lines, each ending in `\n`.
+pub type Sink = Box<dyn FnMut(&str) -> std::io::Result<()> + Send>;
 
-pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
-    let fake = Fake::new(dir, &a.overrides, a.protocol.unwrap_or_else(crate::newest));
-    // SAFETY: getppid has no preconditions.
-    let ppid = unsafe { libc::getppid() };
-    fake.record(json!({"event": "spawn", "argv": args, "ppid": ppid}));
-    // A configuration codex refuses: it says why and exits without answering. It takes codex
-    // a moment to load its configuration: the lines a client writes meanwhile are in the
-    // transcript, as a proxy in front of the real server records them.
-    if let Some(e) = fake.config.startup_error() {
-        let early = fake.clone();
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lines().map_while(Result::ok) {
-                let msg = serde_json::from_str::<serde_json::Value>(&line).ok();
-                early.record(match msg {
-                    Some(m) => json!({"dir": "in", "msg": m}),
-                    None => json!({"dir": "in", "raw": line}),
-                });
-            }
-        });
-        std::thread::sleep(std::time::Duration::from_millis(STARTUP_MS));
-        eprintln!("Error: {e}");
-        fake.record(json!({"event": "exit", "code": 1}));
-        fake.transcript.flush();
-        return ExitCode::FAILURE;
-    }
-    watch_signals(fake.clone());
-    let listen = a.listen.as_deref().unwrap_or("stdio://");
+/// What the transport loop does after a line.
+#[derive(PartialEq, Eq, Debug)]
+pub enum Next {
+    Continue,
+    Close,
+}
+
+/// One client connection, as a transport drives it.
+pub trait Connection: Send + Sync {
+    /// One inbound line (without its newline).
+    fn line(self: Arc<Self>, line: &[u8]) -> Next;
+    /// Holds output back while more input is queued (a batch), until [`Connection::release`].
+    fn hold(&self);
+    fn release(&self);
+    /// The peer is gone.
+    fn close(&self);
+    /// Answers a request that finds the queue full; false when `line` is not a request.
+    fn overloaded(&self, line: &[u8]) -> bool;
+    /// Answers a request the scenario overloads (`overload`); whether it did.
+    fn overload_scripted(&self, line: &[u8], scenario: &Value) -> bool;
+}
+
+/// The process behind the transports: makes connections, records transport events.
+pub trait Host: Send + Sync {
+    fn connect(&self, sink: Sink) -> Arc<dyn Connection>;
+    /// A transcript event (`listen`, `ws_closed`, `exit`, …).
+    fn record(&self, event: Value);
+    /// `scenario.json` as it is now.
+    fn scenario(&self) -> Value;
+}
+
+/// Serves `listen` (`stdio://`, `ws://IP:PORT`, `unix://PATH`) until it ends.
+pub fn serve(host: Arc<dyn Host>, listen: &str, token: Option<String>) -> ExitCode {
     if listen == "stdio://" || listen == "stdio" || listen == "-" {
-        return stdio(fake);
+        return stdio(host);
     }
-    let token = match (&a.ws_auth, &a.ws_token_file) {
-        (None, _) => None,
-        (Some(m), Some(f)) if m == "capability-token" => match std::fs::read_to_string(f) {
-            Ok(t) => Some(t.trim().to_string()),
-            Err(e) => {
-                eprintln!(
-                    "Error: failed to read websocket auth secret {}: {}",
-                    f.display(),
-                    e
-                );
-                return ExitCode::FAILURE;
-            }
-        },
-        (Some(m), None) if m == "capability-token" => {
-            eprintln!("Error: `--ws-token-file` or `--ws-token-sha256` is required when `--ws-auth capability-token` is set");
-            return ExitCode::FAILURE;
-        }
-        (Some(m), _) => {
-            eprintln!("error: invalid value '{m}' for '--ws-auth <MODE>'");
-            return ExitCode::from(2);
-        }
-    };
     if let Some(addr) = listen.strip_prefix("ws://") {
-        ws_tcp(fake, addr, token)
+        ws_tcp(host, addr, token)
     } else if let Some(path) = listen.strip_prefix("unix://") {
-        ws_unix(fake, Path::new(path), token)
+        ws_unix(host, Path::new(path), token)
     } else {
         eprintln!(
             "error: unsupported --listen URL `{listen}` (stdio://, unix://PATH, ws://IP:PORT)"
@@ -85,62 +67,20 @@ pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
     }
 }
 
-/// SIGTERM/SIGINT/SIGHUP are blocked in every thread and taken by `sigwait` here, so the exit
-/// is recorded before the process goes (a handler could not safely write the transcript).
-fn watch_signals(fake: Arc<Fake>) {
-    // SAFETY: plain libc signal-set calls on a zeroed local set; done before other threads
-    // start (except none), so every later thread inherits the mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        let _ = std::thread::Builder::new()
-            .name("fake-signals".into())
-            .spawn(move || {
-                let mut sig: libc::c_int = 0;
-                if libc::sigwait(&set, &mut sig) == 0 {
-                    let how = match sig {
-                        libc::SIGTERM => "SIGTERM",
-                        libc::SIGINT => "SIGINT",
-                        _ => "SIGHUP",
-                    };
-                    fake.record(json!({"event": "exit", "how": how}));
-                    // Entries a transport holds back must not die with the process.
-                    fake.transcript.flush();
-                    // As codex 0.171.0: SIGTERM is a graceful shutdown (exit 0); SIGINT and
-                    // SIGHUP end it by the signal itself.
-                    if sig == libc::SIGTERM {
-                        std::process::exit(0);
-                    }
-                    libc::signal(sig, libc::SIG_DFL);
-                    let mut only: libc::sigset_t = std::mem::zeroed();
-                    libc::sigemptyset(&mut only);
-                    libc::sigaddset(&mut only, sig);
-                    libc::pthread_sigmask(libc::SIG_UNBLOCK, &only, std::ptr::null_mut());
-                    libc::raise(sig);
-                    std::process::exit(128 + sig);
-                }
-            });
-    }
-}
-
 /// Inbound messages queued between the transport and the processor, as in the real server
 /// (`CHANNEL_CAPACITY`): a request arriving on a full queue is answered at once with
 /// `-32001 Server overloaded; retry later.`; anything else waits for room.
 const QUEUE: usize = 128;
 
-fn stdio(fake: Arc<Fake>) -> ExitCode {
+fn stdio(host: Arc<dyn Host>) -> ExitCode {
     let sink: Sink = Box::new(|lines: &str| {
         let mut out = io::stdout().lock();
         out.write_all(lines.as_bytes())?;
         out.flush()
     });
-    let conn = Conn::new(fake.clone(), sink);
+    let conn = host.connect(sink);
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
-    let reader = conn.clone();
+    let (reader, reader_host) = (conn.clone(), host.clone());
     // The reader admits lines into the queue; this thread processes them in order.
     let _ = std::thread::Builder::new()
         .name("fake-stdin".into())
@@ -166,7 +106,7 @@ fn stdio(fake: Arc<Fake>) -> ExitCode {
                     let mut line = std::mem::take(&mut partial);
                     line.extend_from_slice(&rest[..nl]);
                     rest = &rest[nl + 1..];
-                    let sc = sc.get_or_insert_with(|| scenario(&reader.fake.dir));
+                    let sc = sc.get_or_insert_with(|| reader_host.scenario());
                     if reader.overload_scripted(&line, sc) {
                         continue;
                     }
@@ -197,7 +137,7 @@ fn stdio(fake: Arc<Fake>) -> ExitCode {
         conn.hold();
         let (mut n, mut since) = (0, std::time::Instant::now());
         let next = loop {
-            if conn.handle_line(&line) == Next::Close {
+            if conn.clone().line(&line) == Next::Close {
                 break Next::Close;
             }
             n += 1;
@@ -216,17 +156,17 @@ fn stdio(fake: Arc<Fake>) -> ExitCode {
         conn.release();
         if next == Next::Close {
             conn.close();
-            fake.record(json!({"event": "exit", "how": "connection_closed"}));
+            host.record(json!({"event": "exit", "how": "connection_closed"}));
             return ExitCode::SUCCESS;
         }
     }
     conn.close();
-    fake.record(json!({"event": "stdin_eof"}));
-    fake.record(json!({"event": "exit", "how": "stdin_eof"}));
+    host.record(json!({"event": "stdin_eof"}));
+    host.record(json!({"event": "exit", "how": "stdin_eof"}));
     ExitCode::SUCCESS
 }
 
-fn ws_tcp(fake: Arc<Fake>, addr: &str, token: Option<String>) -> ExitCode {
+fn ws_tcp(host: Arc<dyn Host>, addr: &str, token: Option<String>) -> ExitCode {
     // Binds exactly the address given: `127.0.0.1:0` picks a free port, reported on stderr.
     let listener = match TcpListener::bind(addr) {
         Ok(l) => l,
@@ -239,23 +179,23 @@ fn ws_tcp(fake: Arc<Fake>, addr: &str, token: Option<String>) -> ExitCode {
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    fake.record(json!({"event": "listen", "url": format!("ws://{local}")}));
+    host.record(json!({"event": "listen", "url": format!("ws://{local}")}));
     // One write, errors ignored: a harness that stops reading stderr must not kill the fake.
     let banner = format!("codex app-server (WebSockets)\n  listening on: ws://{local}\n  readyz: http://{local}/readyz\n  healthz: http://{local}/healthz\n");
     let _ = io::stderr().write_all(banner.as_bytes());
     for stream in listener.incoming().flatten() {
-        let (fake, token) = (fake.clone(), token.clone());
+        let (host, token) = (host.clone(), token.clone());
         let _ = std::thread::Builder::new().spawn(move || {
             let s2 = stream.try_clone();
             if let Ok(s2) = s2 {
-                serve_ws(fake, stream, move |d| s2.set_read_timeout(d), token);
+                serve_ws(host, stream, move |d| s2.set_read_timeout(d), token);
             }
         });
     }
     ExitCode::SUCCESS
 }
 
-fn ws_unix(fake: Arc<Fake>, path: &Path, token: Option<String>) -> ExitCode {
+fn ws_unix(host: Arc<dyn Host>, path: &Path, token: Option<String>) -> ExitCode {
     let _ = std::fs::remove_file(path);
     // The socket is created user-only: the umask covers the window between bind and chmod.
     // SAFETY: umask only changes this process's file creation mask.
@@ -274,12 +214,12 @@ fn ws_unix(fake: Arc<Fake>, path: &Path, token: Option<String>) -> ExitCode {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
     }
-    fake.record(json!({"event": "listen", "url": format!("unix://{}", path.display())}));
+    host.record(json!({"event": "listen", "url": format!("unix://{}", path.display())}));
     for stream in listener.incoming().flatten() {
-        let (fake, token) = (fake.clone(), token.clone());
+        let (host, token) = (host.clone(), token.clone());
         let _ = std::thread::Builder::new().spawn(move || {
             if let Ok(s2) = stream.try_clone() {
-                serve_ws(fake, stream, move |d| s2.set_read_timeout(d), token);
+                serve_ws(host, stream, move |d| s2.set_read_timeout(d), token);
             }
         });
     }
@@ -322,7 +262,7 @@ fn http_date() -> String {
 
 /// The handshake as the real server answers it, then messages until either side closes.
 fn serve_ws<S: Read + Write + Send + 'static>(
-    fake: Arc<Fake>,
+    host: Arc<dyn Host>,
     mut stream: S,
     set_timeout: impl Fn(Option<Duration>) -> io::Result<()>,
     token: Option<String>,
@@ -369,7 +309,7 @@ fn serve_ws<S: Read + Write + Send + 'static>(
             Some(_) => None,
         };
         if let Some(body) = refusal {
-            fake.record(json!({"event": "ws_refused", "reason": body}));
+            host.record(json!({"event": "ws_refused", "reason": body}));
             let _ = write!(
                 stream,
                 "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\ndate: {date}\r\n\r\n{body}",
@@ -397,7 +337,7 @@ fn serve_ws<S: Read + Write + Send + 'static>(
                 .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
         })
     });
-    let conn = Conn::new(fake.clone(), sink);
+    let conn = host.connect(sink);
     // Short read timeouts let this one thread both read frames and flush queued output.
     let _ = set_timeout(Some(Duration::from_millis(5)));
     'outer: loop {
@@ -411,18 +351,18 @@ fn serve_ws<S: Read + Write + Send + 'static>(
         }
         match ws.read() {
             Ok(Message::Text(t)) => {
-                if conn.overload_scripted(t.as_bytes(), &scenario(&fake.dir)) {
+                if conn.overload_scripted(t.as_bytes(), &host.scenario()) {
                     continue;
                 }
-                if conn.handle_line(t.as_bytes()) == Next::Close {
+                if conn.clone().line(t.as_bytes()) == Next::Close {
                     break;
                 }
             }
             Ok(Message::Binary(b)) => {
-                if conn.overload_scripted(&b, &scenario(&fake.dir)) {
+                if conn.overload_scripted(&b, &host.scenario()) {
                     continue;
                 }
-                if conn.handle_line(&b) == Next::Close {
+                if conn.clone().line(&b) == Next::Close {
                     break;
                 }
             }
@@ -437,5 +377,5 @@ fn serve_ws<S: Read + Write + Send + 'static>(
         }
     }
     conn.close();
-    fake.record(json!({"event": "ws_closed"}));
+    host.record(json!({"event": "ws_closed"}));
 }

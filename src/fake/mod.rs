@@ -3,39 +3,30 @@
 //! Every inbound line is judged by the engine exactly as the real server judges it; what the
 //! handlers answer is scripted by `scenario.json` in the state dir (see `docs/fake.md`).
 
+mod catalog;
 mod cli;
 pub mod config;
 pub mod defaults;
+mod handlers;
 mod listen;
+mod process;
 mod project;
 mod provider;
-mod server;
+mod rpc;
 pub mod settings;
 pub mod shell;
 mod state;
+mod threads;
 mod turn;
+mod turn_facts;
 
-pub use cli::{AppServer, Cli, CodexOptions, Command};
+pub use cli::{AppServer, Args, Cli, CodexOptions, Command, GRANDCHILD_RELEASE};
 pub use defaults::{methods as default_methods, minimal_of, result_for as default_result};
-pub use turn::{TurnFacts, TURN_FACTS_ENV};
+pub use turn_facts::{TurnFacts, TURN_FACTS_ENV};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// File in the state dir whose existence releases `grandchild` processes.
-pub const GRANDCHILD_RELEASE: &str = "release-grandchildren";
-
-/// What the fake runs with, resolved from its command line.
-#[derive(Debug, Default)]
-pub struct Args {
-    pub listen: Option<String>,
-    pub ws_auth: Option<String>,
-    pub ws_token_file: Option<PathBuf>,
-    /// `-c key=value` and the flags that are sugar for it, in order (a later one wins).
-    pub overrides: Vec<(String, String)>,
-    /// The codex version the fake answers as.
-    pub protocol: Option<&'static crate::Protocol>,
-}
 /// Runs the fake for a parsed command line; `argv` is what the transcript's `spawn` records.
 pub fn main(cli: Cli, argv: &[String]) -> ExitCode {
     let protocol = cli.codex_version.unwrap_or_else(crate::newest);
@@ -67,7 +58,7 @@ pub fn main(cli: Cli, argv: &[String]) -> ExitCode {
         protocol: Some(protocol),
     };
     match state_dir(cli.state_dir, "fake") {
-        Ok(dir) => listen::run(&a, dir, argv),
+        Ok(dir) => process::run(&a, dir, argv),
         Err(e) => {
             eprintln!("fake codex: {e}");
             ExitCode::from(2)

@@ -9,6 +9,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Locks a mutex even if a panicking thread poisoned it: the fake keeps serving.
+pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
 /// Seconds since the epoch as a float, the transcript's `t`.
 pub fn now_secs_f64() -> f64 {
     SystemTime::now()

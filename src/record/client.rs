@@ -2,7 +2,7 @@
 //! the server had sent before it (so a replay waits for the same), the values it took from the
 //! server (ids), and how each server process ended.
 
-use crate::replay::{background, key_of, Bind, ClientStep};
+use crate::harness::{background, key_of, Bind, ClientStep};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;

@@ -8,12 +8,14 @@
 //! the real server. Nothing secret is written ([`redact`]).
 
 pub mod client;
+pub mod overrides;
 pub mod passthrough;
 pub mod redact;
 pub mod translate;
 
 use crate::proxy;
 use client::Session;
+pub use overrides::{cli_override_pairs, cli_overrides};
 use redact::Redactor;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -65,40 +67,6 @@ pub struct Cli {
 }
 
 const NAME: &str = "codex-wire record";
-
-/// `-c key=value` / `--config key=value` overrides of a command line, as written.
-pub fn cli_override_pairs(args: &[String]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let kv = match a.as_str() {
-            "-c" | "--config" => it.next().map(String::as_str),
-            _ => a
-                .strip_prefix("--config=")
-                .or_else(|| a.strip_prefix("-c").filter(|v| !v.is_empty())),
-        };
-        if let Some((k, v)) = kv.and_then(|kv| kv.split_once('=')) {
-            out.push((k.trim().to_string(), v.trim().to_string()));
-        }
-    }
-    out
-}
-
-/// [`cli_override_pairs`] with the values read as TOML (a value that is not TOML is a string,
-/// as codex reads it).
-pub fn cli_overrides(args: &[String]) -> Vec<(String, toml::Value)> {
-    cli_override_pairs(args)
-        .into_iter()
-        .map(|(k, v)| {
-            let value = format!("v = {v}")
-                .parse::<toml::Table>()
-                .ok()
-                .and_then(|mut t| t.remove("v"))
-                .unwrap_or(toml::Value::String(v));
-            (k, value)
-        })
-        .collect()
-}
 
 /// A setting as codex resolves it: the last `-c`, else `config.toml`.
 fn setting(config: &toml::Table, args: &[String], key: &str) -> Option<toml::Value> {
@@ -342,15 +310,15 @@ pub fn derive(dir: &Path) -> Result<String, String> {
             .ok_or("a server process the sessions do not list")?;
         used[i] = true;
         let (config_toml, args, provider) = replay_settings(&sessions[i]);
-        Ok(crate::replay::ClientStep::Spawn {
+        Ok(crate::harness::ClientStep::Spawn {
             args,
             config_toml,
             provider: Some(provider),
         })
     })?;
     let first = sessions.first().cloned().unwrap_or_default();
-    let recorded = crate::replay::Recorded {
-        paths: crate::replay::Paths {
+    let recorded = crate::harness::Recorded {
+        paths: crate::harness::Paths {
             cwd: Some(first.cwd.clone()),
             codex_home: Some(first.codex_home.clone()),
             home: first.home.clone(),
@@ -368,12 +336,12 @@ pub fn derive(dir: &Path) -> Result<String, String> {
     let lines = recorded
         .steps
         .iter()
-        .filter(|s| matches!(s, crate::replay::ClientStep::Send { .. }))
+        .filter(|s| matches!(s, crate::harness::ClientStep::Send { .. }))
         .count();
     let processes = recorded
         .steps
         .iter()
-        .filter(|s| matches!(s, crate::replay::ClientStep::Spawn { .. }))
+        .filter(|s| matches!(s, crate::harness::ClientStep::Spawn { .. }))
         .count();
     case.recorded = Some(recorded);
     // Only what a recorded case uses (the harness's other fields describe a scripted client).

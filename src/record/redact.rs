@@ -112,7 +112,7 @@ impl Redactor {
 
     /// Secrets a command line gives as `-c` overrides: credential-named keys and header values.
     pub fn learn_overrides(&mut self, args: &[String]) {
-        for (k, v) in crate::record::cli_overrides(args) {
+        for (k, v) in super::overrides::cli_overrides(args) {
             let last = k.rsplit('.').next().unwrap_or(&k);
             if secret_name(last) || k.contains("headers") {
                 match &v {

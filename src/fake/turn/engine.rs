@@ -3,13 +3,13 @@
 //! `try_run_sampling_request`), with the notifications, usage, retries and failures the real
 //! server sends for them.
 
+use super::ctl::{End, TurnCtl};
+use super::items::{agent_message, breakdown, context_window, save_turn, turn_error, user_content};
 use super::plan::{PlanSplit, Seg};
 use super::rollout::Rollout;
-use super::{
-    agent_message, breakdown, context_window, save_turn, turn_error, user_content, End, TurnCtl,
-};
 use crate::fake::provider;
-use crate::fake::server::{lock, Conn};
+use crate::fake::rpc::Conn;
+use crate::fake::state::lock;
 use crate::fake::state::{now_ms, now_secs};
 use crate::model::events::{Event, Item, Usage, WebSearchAction};
 use crate::model::script::{self, Out, Reply};
@@ -179,8 +179,9 @@ impl<'a> Ctx<'a> {
         let thread_id = self.ctl.thread_id.clone();
         // An ephemeral thread, or one with legacy history, has no read state (checked on
         // 0.171.0).
-        if !crate::fake::server::has_read_state(&self.conn.fake.store.load()["threads"][&thread_id])
-        {
+        if !crate::fake::threads::has_read_state(
+            &self.conn.fake.store.load()["threads"][&thread_id],
+        ) {
             return;
         }
         let revision = uuid::Uuid::new_v4().to_string();

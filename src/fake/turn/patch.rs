@@ -1,6 +1,6 @@
 //! An `apply_patch` as codex reads it, and the turn's diff as `turn/diff/updated` shows it.
 
-use crate::fake::server::path_str;
+use crate::fake::state::path_str;
 use std::path::Path;
 
 /// One file an `apply_patch` touches.

@@ -2,13 +2,15 @@
 //! questions to the user, permission requests, goal updates — the gates, approval requests and
 //! reviews around them; and the steps only the fake plays (crash, notifications, requests).
 
+use super::ctl::{Decision, End, Gate};
 use super::engine::{Ctx, TOOL_DISPATCH};
 use super::exec::run_command;
+use super::items::agent_message;
 use super::patch::{git_diff, patch_files, PatchFile};
-use super::{agent_message, Decision, End, Gate};
-use crate::fake::server::{lock, path_str, Conn};
+use crate::fake::rpc::Conn;
 use crate::fake::settings;
 use crate::fake::shell;
+use crate::fake::state::{lock, path_str};
 use crate::fake::state::{now_ms, scenario};
 use crate::model::events::Item;
 use crate::model::script::GUARDIAN_RATIONALE;
@@ -929,7 +931,7 @@ fn crash(conn: &Conn, code: i64, stderr: &str) {
 /// harness creates `release-grandchildren` in the state dir, or 600 s.
 fn grandchild(conn: &Conn) {
     use std::os::unix::process::CommandExt;
-    let release = conn.fake.dir.join(crate::fake::GRANDCHILD_RELEASE);
+    let release = conn.fake.dir.join(crate::fake::cli::GRANDCHILD_RELEASE);
     let script = "i=0; while [ ! -e \"$1\" ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i+1)); done";
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.args(["-c", script, "grandchild", &path_str(&release)])

@@ -1,0 +1,729 @@
+//! `thread/*`: start, resume, fork, read, list, paging, read states, archive, names, delete.
+
+use super::session::git_info;
+use super::view::H;
+use crate::fake::settings;
+use crate::fake::state::{civil, lock, now_ms, now_secs};
+use crate::fake::threads::{page, read_state, revision_state, rollout_cursor};
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+impl H<'_> {
+    /// A new thread's stored info from `thread/start` (or `fork`) params, and the `warning`s
+    /// its start sends.
+    pub(super) fn new_thread_info(&self, params: &Value) -> Result<(Value, Vec<String>), String> {
+        if let Some(p) = params["projectId"].as_str() {
+            return Err(format!("project not found: {p}"));
+        }
+        let resolved = settings::for_start(
+            &self.fake.config,
+            &self.fake.catalog,
+            &self.fake.cwd,
+            params,
+        )?;
+        let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
+        if ephemeral && !params["daybreakEnabled"].is_null() {
+            return Err("daybreakEnabled is not supported for ephemeral threads".into());
+        }
+        let now = now_secs();
+        let mut info = json!({
+            "createdAt": now, "updatedAt": now, "updatedAtMs": now_ms(), "turns": [],
+            "developerInstructions": params["developerInstructions"],
+            "ephemeral": ephemeral,
+            // Echoed into the thread as given.
+            "threadSource": params["threadSource"], "historyMode": params["historyMode"],
+            "daybreakEnabled": params["daybreakEnabled"], "personality": params["personality"],
+        });
+        resolved.store(&mut info);
+        // The tools a `tool_call` step may call (any other name never reaches the client).
+        if params["dynamicTools"].is_array() {
+            info["dynamicTools"] = params["dynamicTools"].clone();
+        }
+        Ok((info, resolved.warnings))
+    }
+
+    pub(super) fn thread_start(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let thread_id = uuid::Uuid::now_v7().to_string();
+        let (info, warnings) = self.new_thread_info(params)?;
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id] = info.clone());
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        self.result(id, self.thread_response(&thread_id, &info, false));
+        self.notify(
+            "thread/started",
+            json!({"thread": self.thread_payload(&thread_id, &info, false)}),
+        );
+        self.session_started(&thread_id);
+        self.warn(&thread_id, warnings);
+        Ok(())
+    }
+
+    /// `thread/resume`, as probed on the real server: `history` (experimental) starts a fresh
+    /// thread from the given items whatever `threadId` says; `path` names the rollout to resume
+    /// (relative to `CODEX_HOME`); otherwise the thread is looked up by id.
+    pub(super) fn thread_resume(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let given = params["threadId"].as_str().unwrap_or_default();
+        let running = lock(&self.fake.loaded).contains(given);
+        if let Some(history) = params["history"].as_array() {
+            if history.is_empty() {
+                return Err("history must not be empty".into());
+            }
+            if running {
+                return Err(format!(
+                    "cannot resume thread {given} with history while it is already running"
+                ));
+            }
+            return self.resume_from_history(id, history);
+        }
+        let path = params["path"].as_str().filter(|p| !p.is_empty());
+        let (thread_id, info) = match path {
+            Some(p) => self.fake.stored_at_path(given, running, p)?,
+            None => self
+                .fake
+                .stored(params, "session", "no rollout found for thread id ")?,
+        };
+        let with_turns = params["excludeTurns"].as_bool() != Some(true);
+        if with_turns {
+            self.hydration_notice();
+        }
+        // A rollout is written with a thread's first turn: before it, another process finds
+        // nothing to resume.
+        if !running && info["turns"].as_array().is_none_or(Vec::is_empty) && path.is_none() {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
+        let newly = lock(&self.fake.loaded).insert(thread_id.clone());
+        let recorded_model = info["model"].as_str().map(str::to_string);
+        let mut info = info;
+        let mut warnings = Vec::new();
+        // A thread taken up by this process gets its settings back, with the params' over them
+        // (and keeps those); one already loaded here ignores the params (checked on 0.171.0).
+        if newly && info["sandbox"].is_object() {
+            // Loaded afresh: no error of an earlier process's turn shows.
+            if let Some(t) = info.as_object_mut() {
+                t.remove("systemError");
+            }
+            match settings::for_start(
+                &self.fake.config,
+                &self.fake.catalog,
+                &self.fake.cwd,
+                &resumed_params(&info, params, &self.fake.cwd),
+            ) {
+                Ok(mut r) => {
+                    // Its settings warn as a start's do (a configured tier the model does not
+                    // offer; seen on 0.163.0, 0.169.0 and 0.171.0).
+                    warnings = std::mem::take(&mut r.warnings);
+                    if let Some(setting) = kept_sandbox(&info, params) {
+                        r.sandbox = info["sandbox"].clone();
+                        r.profile = info["permissionProfile"].clone();
+                        r.setting = setting;
+                    }
+                    r.store(&mut info);
+                    let kept = info.clone();
+                    self.fake.store.update(|d| d["threads"][&thread_id] = kept);
+                }
+                Err(e) => {
+                    lock(&self.fake.loaded).remove(&thread_id);
+                    return Err(e);
+                }
+            }
+        }
+        if newly && self.fake.turn_facts.service_tier_not_resumed {
+            if let Some(t) = info.as_object_mut() {
+                t.remove("serviceTier");
+            }
+            self.fake.store.update(|d| {
+                if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+                    t.remove("serviceTier");
+                }
+            });
+        }
+        if newly {
+            self.notify(
+                "thread/status/changed",
+                json!({"threadId": thread_id, "status": {"type": "idle"}}),
+            );
+        }
+        // A thread taken up with another model than it was recorded with says so.
+        if let (true, Some(now)) = (newly, params["model"].as_str()) {
+            let was = recorded_model.as_deref().unwrap_or_default();
+            if !was.is_empty() && was != now {
+                self.notify(
+                    "warning",
+                    json!({"threadId": thread_id, "message": format!(
+                        "This session was recorded with model `{was}` but is resuming with \
+                         `{now}`. Consider switching back to `{was}` as it may affect Codex \
+                         performance.")}),
+                );
+            }
+        }
+        let mut result = self.resume_response(&thread_id, &info, with_turns);
+        if params["initialTurnsPage"].is_object() {
+            result["initialTurnsPage"] =
+                self.turns_page(&thread_id, &info, &params["initialTurnsPage"]);
+        }
+        self.result(id, result);
+        self.report_usage(&thread_id, &info);
+        self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        if newly {
+            self.session_started(&thread_id);
+        }
+        self.warn(&thread_id, warnings);
+        Ok(())
+    }
+
+    /// `thread/resume`'s result: `thread/start`'s plus the collaboration mode and paging cursors.
+    pub(super) fn resume_response(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
+        let mut r = self.thread_response(thread_id, info, with_turns);
+        // A resumed thread reports the git state of its cwd (a started one does not yet).
+        r["thread"]["gitInfo"] = git_info(info["cwd"].as_str().unwrap_or("/"));
+        let mut out = Map::new();
+        for (k, v) in r.as_object_mut().map(std::mem::take).unwrap_or_default() {
+            let after_effort = k == "reasoningEffort";
+            out.insert(k, v);
+            if after_effort {
+                out.insert("collaborationMode".into(), self.collaboration_mode(info));
+            }
+        }
+        out.insert("initialTurnsPage".into(), Value::Null);
+        // Paging back from the last turn and the last item of the rollout (anchors included).
+        let rollout = &info["rollout"];
+        let cursor = |ordinal: &Value, kind| {
+            rollout_cursor(thread_id, ordinal.as_u64().filter(|n| *n > 0), true, kind)
+        };
+        out.insert(
+            "turnsBackwardsCursor".into(),
+            cursor(&rollout["turn"], "turns"),
+        );
+        out.insert(
+            "itemsBackwardsCursor".into(),
+            cursor(&rollout["item"], "itemsByCreatedAtOrdinal"),
+        );
+        Value::Object(out)
+    }
+
+    /// A new thread whose rollout starts with `history`; its preview is the first user text.
+    pub(super) fn resume_from_history(&self, id: &Value, history: &[Value]) -> Result<(), String> {
+        let thread_id = uuid::Uuid::now_v7().to_string();
+        let preview = history
+            .iter()
+            .filter(|i| i["type"] == "message" && i["role"] == "user")
+            .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+            .find_map(|c| c["text"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let (mut info, _) = self.new_thread_info(&json!({}))?;
+        info["preview"] = json!(preview);
+        info["history"] = json!(history);
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id] = info.clone());
+        self.fake.write_rollout(&thread_id);
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        self.notify(
+            "thread/status/changed",
+            json!({"threadId": thread_id, "status": {"type": "idle"}}),
+        );
+        self.result(id, self.resume_response(&thread_id, &info, false));
+        self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        Ok(())
+    }
+
+    pub(super) fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (source, info) =
+            self.fake
+                .stored(params, "thread", "no rollout found for thread id ")?;
+        // Its rollout is written with its first turn: before, there is nothing to fork.
+        if info["turns"].as_array().is_none_or(Vec::is_empty) {
+            return Err(format!("no rollout found for thread id {source}"));
+        }
+        let thread_id = uuid::Uuid::now_v7().to_string();
+        // A fork keeps its source's cwd, approval settings and sandbox setting (a
+        // `workspace-write` mode or policy excepted: the configured default then; on 0.163.0
+        // every mode and policy, `fork_sandbox_mode_not_kept`) unless its params say
+        // otherwise; model, effort, tier and roots come from the params and the configuration.
+        let mut p = params.as_object().cloned().unwrap_or_default();
+        let absent = |p: &Map<String, Value>, k: &str| p.get(k).is_none_or(Value::is_null);
+        for key in ["cwd", "approvalPolicy", "approvalsReviewer"] {
+            if absent(&p, key) && !info[key].is_null() {
+                p.insert(key.into(), info[key].clone());
+            }
+        }
+        if absent(&p, "sandbox") && absent(&p, "permissions") {
+            match info["sandboxSetting"]
+                .as_str()
+                .and_then(|s| s.split_once(':'))
+            {
+                Some(("profile", id)) => {
+                    p.insert("permissions".into(), json!(id));
+                }
+                _ if self.fake.turn_facts.fork_sandbox_mode_not_kept => {}
+                _ => {
+                    if let Some(m) = setting_mode(&info) {
+                        p.insert("sandbox".into(), json!(m));
+                    }
+                }
+            }
+        }
+        let (mut new, warnings) = self.new_thread_info(&Value::Object(p))?;
+        new["turns"] = info["turns"].clone();
+        new["preview"] = if self.fake.turn_facts.fork_preview_empty {
+            json!("")
+        } else {
+            info["preview"].clone()
+        };
+        new["forkedFromId"] = json!(source);
+        // Its source's `daybreakEnabled` too (fork params have none; all three versions).
+        for key in ["usage", "lastUsage", "daybreakEnabled"] {
+            new[key] = info[key].clone();
+        }
+        // A cold fork warns before its result.
+        self.warn(&thread_id, warnings);
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id] = new.clone());
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        let with_turns = params["excludeTurns"].as_bool() != Some(true);
+        if with_turns {
+            self.hydration_notice();
+        }
+        self.result(id, self.thread_response(&thread_id, &new, with_turns));
+        self.report_usage(&thread_id, &new);
+        self.notify(
+            "thread/started",
+            json!({"thread": self.thread_payload(&thread_id, &new, false)}),
+        );
+        self.session_started(&thread_id);
+        Ok(())
+    }
+
+    pub(super) fn thread_read(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        let with_turns = params["includeTurns"].as_bool() == Some(true);
+        if with_turns && info["ephemeral"] == true {
+            return Err("ephemeral threads do not support includeTurns".into());
+        }
+        // Before its first turn a thread has no history to read: a paginated one's store
+        // cannot list turns yet, a legacy one is not written yet (both seen on 0.171.0).
+        let paginated = info["historyMode"].as_str() != Some("legacy");
+        if with_turns && info["turns"].as_array().is_none_or(Vec::is_empty) {
+            if paginated {
+                self.send(json!({"error": {"code": -32601,
+                    "message": "list_turns is not supported yet"}, "id": id}));
+                return Ok(());
+            }
+            return Err(format!(
+                "thread {thread_id} is not materialized yet; includeTurns is unavailable before \
+                 first user message"
+            ));
+        }
+        if with_turns && paginated {
+            self.notify(
+                "deprecationNotice",
+                json!({"summary": "Full-history hydration is deprecated for paginated threads; \
+                                   omit `includeTurns` or set it to `false`, then page with \
+                                   `thread/turns/list` and `thread/items/list`.", "details": null}),
+            );
+        }
+        self.result(
+            id,
+            json!({"thread": self.thread_payload(&thread_id, &info, with_turns),
+                   "readState": read_state(&thread_id, &info)}),
+        );
+        Ok(())
+    }
+
+    /// `thread/readState/update`: marks the thread read (no unread position) or unread (from
+    /// its start), guarded by the revision the client saw.
+    pub(super) fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        let current = read_state(&thread_id, &info);
+        if current["revision"] != params["expectedRevision"] {
+            self.send(json!({"error": {"code": -32600,
+                "data": {"reason": "readStateConflict", "readState": current},
+                "message": "read state changed"}, "id": id}));
+            return Ok(());
+        }
+        let first = match params["operation"]["type"].as_str() {
+            Some("unread") => json!({"type": "threadStart"}),
+            _ => Value::Null,
+        };
+        let revision = uuid::Uuid::new_v4().to_string();
+        self.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id];
+            t["firstUnread"] = first.clone();
+            t["readRevision"] = json!(revision);
+        });
+        let state = json!({"firstUnread": first, "revision": revision});
+        self.notify(
+            "thread/readState/changed",
+            json!({"threadId": thread_id, "readState": state}),
+        );
+        self.result(id, json!({"readState": state}));
+        Ok(())
+    }
+
+    /// `thread/loaded/list`: the threads this process holds, oldest first.
+    pub(super) fn loaded_list(&self, id: &Value) -> Result<(), String> {
+        let mut data: Vec<String> = lock(&self.fake.loaded).iter().cloned().collect();
+        data.sort();
+        self.result(id, json!({"data": data, "nextCursor": null}));
+        Ok(())
+    }
+
+    /// `thread/unsubscribe`: the thread stays loaded; this connection is off its list.
+    pub(super) fn unsubscribe(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
+        let status = if !lock(&self.fake.loaded).contains(&thread_id) {
+            "notLoaded"
+        } else if lock(&self.unsubscribed).insert(thread_id) {
+            "unsubscribed"
+        } else {
+            "notSubscribed"
+        };
+        self.result(id, json!({"status": status}));
+        Ok(())
+    }
+
+    /// `thread/delete`: unloaded first (as archiving does), then gone with its rollout.
+    pub(super) fn thread_delete(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) =
+            self.fake
+                .stored(params, "thread", "no rollout found for thread id ")?;
+        if lock(&self.fake.loaded).remove(&thread_id) {
+            self.notify(
+                "thread/status/changed",
+                json!({"threadId": thread_id, "status": {"type": "notLoaded"}}),
+            );
+        }
+        let _ = std::fs::remove_file(self.fake.rollout_path(&thread_id, &info));
+        self.fake.store.update(|d| {
+            if let Some(ts) = d["threads"].as_object_mut() {
+                ts.remove(&thread_id);
+            }
+        });
+        self.result(id, json!({}));
+        self.notify("thread/deleted", json!({"threadId": thread_id}));
+        Ok(())
+    }
+
+    /// `thread/items/list`: pages of the stored items by rollout position (oldest first by
+    /// default; `turnId` keeps one turn's), with the real server's cursors.
+    pub(super) fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        if info["ephemeral"] == true {
+            self.send(json!({"error": {"code": -32601,
+                "message": "thread/items/list is not supported yet"}, "id": id}));
+            return Ok(());
+        }
+        let mut entries: Vec<(u64, Value)> = Vec::new();
+        for t in info["turns"].as_array().into_iter().flatten() {
+            if params["turnId"].is_string() && t["id"] != params["turnId"] {
+                continue;
+            }
+            let ords = t["itemOrdinals"].as_array().cloned().unwrap_or_default();
+            for (item, ord) in t["items"].as_array().into_iter().flatten().zip(ords) {
+                entries.push((
+                    ord.as_u64().unwrap_or(0),
+                    json!({"turnId": t["id"], "item": item, "startedAtMs": item["startedAtMs"],
+                           "completedAtMs": item["completedAtMs"]}),
+                ));
+            }
+        }
+        let (data, next, back) = page(entries, params, params["sortDirection"] == "desc");
+        let cursor = |o: Option<u64>, include| {
+            rollout_cursor(&thread_id, o, include, "itemsByCreatedAtOrdinal")
+        };
+        self.result(
+            id,
+            json!({"data": data, "nextCursor": cursor(next, false),
+                   "backwardsCursor": cursor(back, true)}),
+        );
+        Ok(())
+    }
+
+    /// `thread/turns/list`: pages of the stored turns by rollout position (newest first by
+    /// default), the real server's cursors, summary items by default.
+    pub(super) fn turns_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        if info["ephemeral"] == true {
+            return Err("ephemeral threads do not support thread/turns/list".into());
+        }
+        // Its rollout is written with the first user message: before that there is nothing to
+        // page (0.171.0, a turn/start refused, then thread/turns/list: fidelity seed 20261207).
+        if info["turns"].as_array().is_none_or(|t| t.is_empty()) {
+            return Err(format!(
+                "thread {thread_id} is not materialized yet; thread/turns/list is unavailable \
+                 before first user message"
+            ));
+        }
+        self.result(id, self.turns_page(&thread_id, &info, params));
+        Ok(())
+    }
+
+    /// A page of a thread's turns (`thread/turns/list`, `thread/resume`'s `initialTurnsPage`).
+    pub(super) fn turns_page(&self, thread_id: &str, info: &Value, params: &Value) -> Value {
+        let view = params["itemsView"].as_str().unwrap_or("summary");
+        let turns: Vec<(u64, &Value)> = info["turns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| (t["rolloutOrdinal"].as_u64().unwrap_or(0), t))
+            .collect();
+        let (page, next, back) = page(turns, params, params["sortDirection"] != "asc");
+        let cursor = |o: Option<u64>, include| rollout_cursor(thread_id, o, include, "turns");
+        let data: Vec<Value> = page
+            .iter()
+            .map(|t| self.turn_payload(thread_id, t, view))
+            .collect();
+        json!({"data": data, "nextCursor": cursor(next, false),
+               "backwardsCursor": cursor(back, true)})
+    }
+
+    pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let archived = params["archived"].as_bool() == Some(true);
+        let data = self.fake.store.load();
+        let mut threads: Vec<(i64, Value, Value)> = data["threads"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, info)| info["archived"].as_bool().unwrap_or(false) == archived)
+            .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
+            // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
+            .filter(|(_, info)| info["preview"].as_str().is_some_and(|p| !p.is_empty()))
+            .map(|(tid, info)| {
+                // Newest first by the millisecond (two threads updated in one second: the
+                // later one first, as a fork listed before its source shows on 0.171.0).
+                let updated = info["updatedAtMs"]
+                    .as_i64()
+                    .unwrap_or_else(|| info["updatedAt"].as_i64().unwrap_or(0) * 1000);
+                let mut t = self.thread_payload(tid, info, false);
+                // Listed threads do not say whether they take direct input.
+                t["canAcceptDirectInput"] = Value::Null;
+                // Nor where they came from: the list is read from codex's thread index, which
+                // keeps no `threadSource` (`thread/read` and a resume still show it), so every
+                // listed thread has a read state, a client's own kind too (0.163.0, 0.169.0 and
+                // 0.171.0).
+                t["threadSource"] = Value::Null;
+                (updated, t, revision_state(tid, info))
+            })
+            .collect();
+        threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
+        let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
+        let more = threads.len() > limit;
+        threads.truncate(limit);
+        // The cursors are the edge threads' times (ISO 8601, as the real server writes them).
+        let at = |t: Option<&(i64, Value, Value)>| match t {
+            Some((u, _, _)) => {
+                let (y, mo, d, h, mi, s) = civil(u.div_euclid(1000));
+                json!(format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.000Z"))
+            }
+            None => Value::Null,
+        };
+        let next = at(threads.last().filter(|_| more));
+        let back = at(threads.first());
+        let mut read_states = Map::new();
+        for (_, t, r) in &threads {
+            if !r.is_null() {
+                read_states.insert(t["id"].as_str().unwrap_or_default().to_string(), r.clone());
+            }
+        }
+        let data: Vec<Value> = threads.into_iter().map(|(_, t, _)| t).collect();
+        self.result(
+            id,
+            json!({"data": data, "readStates": read_states, "nextCursor": next,
+                   "backwardsCursor": back}),
+        );
+        Ok(())
+    }
+
+    pub(super) fn thread_archive(
+        &self,
+        id: &Value,
+        params: &Value,
+        archive: bool,
+    ) -> Result<(), String> {
+        let (thread_id, info) =
+            self.fake
+                .stored(params, "thread", "no rollout found for thread id ")?;
+        if info["ephemeral"] == true {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
+        let info = self.fake.store.update(|d| {
+            d["threads"][&thread_id]["archived"] = json!(archive);
+            d["threads"][&thread_id].clone()
+        });
+        // The rollout moves between `sessions/` and `archived_sessions/`, as on the real server.
+        let (from, to) = (
+            self.fake.rollout_path_as(&thread_id, !archive),
+            self.fake.rollout_path_as(&thread_id, archive),
+        );
+        if let Some(dir) = to.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::rename(from, to);
+        if archive {
+            // Archiving unloads the thread.
+            if lock(&self.fake.loaded).remove(&thread_id) {
+                self.notify(
+                    "thread/status/changed",
+                    json!({"threadId": thread_id, "status": {"type": "notLoaded"}}),
+                );
+            }
+            self.result(id, json!({}));
+            self.notify("thread/archived", json!({"threadId": thread_id}));
+        } else {
+            self.result(
+                id,
+                json!({"thread": self.thread_payload(&thread_id, &info, false)}),
+            );
+            self.notify("thread/unarchived", json!({"threadId": thread_id}));
+        }
+        Ok(())
+    }
+
+    pub(super) fn thread_name_set(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) =
+            self.fake
+                .stored(params, "thread", "no rollout found for thread id ")?;
+        if info["ephemeral"] == true {
+            return Err(format!(
+                "ephemeral thread does not support metadata updates: {thread_id}"
+            ));
+        }
+        let name = params["name"].clone();
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id]["name"] = name.clone());
+        self.result(id, json!({}));
+        self.notify(
+            "thread/name/updated",
+            json!({"threadId": thread_id, "threadName": name}),
+        );
+        Ok(())
+    }
+}
+
+/// The sandbox mode a thread's setting comes back as in a fork or a cold resume: its mode, or
+/// the mode of a policy a turn gave; none for workspace-write (the configured sandbox then).
+/// Seen on 0.171.0 (both) and 0.163.0 (resume).
+fn setting_mode(info: &Value) -> Option<String> {
+    match info["sandboxSetting"].as_str()? {
+        "policy" => match info["sandbox"]["type"].as_str()? {
+            "readOnly" => Some("read-only".into()),
+            "dangerFullAccess" => Some("danger-full-access".into()),
+            _ => None,
+        },
+        s => match s.split_once(':')? {
+            ("mode", m) if m != "workspace-write" => Some(m.to_string()),
+            _ => None,
+        },
+    }
+}
+
+/// The sandbox setting a thread taken up again without a sandbox of its own keeps, with its
+/// sandbox as it was (codex takes the thread's stored permission profile back; seen on 0.163.0,
+/// 0.169.0 and 0.171.0): a sandbox set over no workspace roots (`environments: []`: it writes
+/// `/tmp` only, not the cwd the result shows, whatever cwd the resume or a later turn gives),
+/// kept as `rootless:<mode>`. Other settings come back through [`resumed_params`].
+fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
+    let given = |v: &Value, k: &str| v.get(k).is_some_and(|x| !x.is_null());
+    if given(params, "sandbox")
+        || given(params, "permissions")
+        || given(&params["config"], "sandbox_mode")
+        || given(&params["config"], "default_permissions")
+    {
+        return None;
+    }
+    let setting = info["sandboxSetting"].as_str()?;
+    match setting.split_once(':')? {
+        ("mode", m) if info["environments"] == json!([]) => Some(json!(format!("rootless:{m}"))),
+        ("rootless", _) => Some(json!(setting)),
+        _ => None,
+    }
+}
+
+/// A cold `thread/resume`'s settings as `thread/start` params: the thread's own (its sandbox
+/// setting as a fork keeps it, its effort unless the model changes), the request's over them.
+fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
+    let mut p = Map::new();
+    for (from, to) in [
+        ("cwd", "cwd"),
+        ("approvalPolicy", "approvalPolicy"),
+        ("approvalsReviewer", "approvalsReviewer"),
+        ("model", "model"),
+        ("provider", "modelProvider"),
+        ("serviceTier", "serviceTier"),
+        ("roots", "runtimeWorkspaceRoots"),
+    ] {
+        if !info[from].is_null() {
+            p.insert(to.into(), info[from].clone());
+        }
+    }
+    match info["sandboxSetting"]
+        .as_str()
+        .and_then(|s| s.split_once(':'))
+    {
+        Some(("profile", id)) => {
+            p.insert("permissions".into(), json!(id));
+        }
+        _ => {
+            if let Some(m) = setting_mode(info) {
+                p.insert("sandbox".into(), json!(m));
+            }
+        }
+    }
+    // `serviceTier: null` asks for the standard tier; other nulls are absent.
+    let given: Map<String, Value> = params
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, v)| !v.is_null() || *k == "serviceTier")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if given.contains_key("sandbox") || given.contains_key("permissions") {
+        p.remove("sandbox");
+        p.remove("permissions");
+    }
+    // A new cwd takes the old one's place among the thread's roots.
+    if let (Some(new), Some(old), Some(Value::Array(roots))) = (
+        given.get("cwd").and_then(Value::as_str),
+        info["cwd"].as_str(),
+        p.get_mut("runtimeWorkspaceRoots"),
+    ) {
+        let new = settings::resolve_path(new, server_cwd);
+        for r in roots.iter_mut() {
+            if r == old {
+                *r = json!(new);
+            }
+        }
+    }
+    let config_sets = |k: &str| given.get("config").and_then(|c| c.get(k)).is_some();
+    // The thread's own settings are only defaults: the request's `config` map sets over them
+    // as over config.toml (a cold resume with `config: {approval_policy: "never"}` runs
+    // under never; seen on 0.171.0).
+    for (key, thread_keys) in [
+        ("approval_policy", &["approvalPolicy"][..]),
+        ("approvals_reviewer", &["approvalsReviewer"]),
+        ("sandbox_mode", &["sandbox", "permissions"]),
+        ("default_permissions", &["sandbox", "permissions"]),
+        ("model", &["model"]),
+        ("model_provider", &["modelProvider"]),
+        ("service_tier", &["serviceTier"]),
+    ] {
+        if config_sets(key) {
+            for k in thread_keys {
+                p.remove(*k);
+            }
+        }
+    }
+    let model_changed = given.contains_key("model")
+        || given.contains_key("modelProvider")
+        || config_sets("model")
+        || config_sets("model_reasoning_effort");
+    p.extend(given);
+    let mut v = Value::Object(p);
+    if !model_changed && !info["effort"].is_null() {
+        v["config"]["model_reasoning_effort"] = info["effort"].clone();
+    }
+    v
+}

@@ -1,0 +1,198 @@
+//! `turn/*`, `thread/goal/*`, `thread/compact/start`: the requests that start, steer and stop
+//! the turn engine's turns, and the settings a turn carries.
+
+use super::view::H;
+use crate::fake::settings;
+use crate::fake::state::now_secs;
+use crate::fake::turn::{self, ServerTurn, TurnCtl};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl H<'_> {
+    /// `turn/start`'s settings stay with the thread; when they change what its settings show,
+    /// the real server says so (before the turn's result, mostly: the two race). A refused
+    /// `turn/start` applies nothing.
+    pub(super) fn apply_turn_settings(
+        &self,
+        thread_id: &str,
+        info: &Value,
+        params: &Value,
+    ) -> Result<Value, String> {
+        let facts = &self.fake.turn_facts;
+        let texts = settings::ModeTexts {
+            plan: facts.plan_mode_instructions.as_deref(),
+            default: facts.default_mode_instructions.as_deref(),
+        };
+        let next = settings::for_turn(&self.fake.config, &self.fake.cwd, info, params, &texts)?;
+        let settings = self.thread_settings(&next);
+        // Changed as this version shows them: a field its notification lacks changes nothing
+        // (0.163.0 says nothing when only a turn's `environments` moves).
+        let shown = |s: &Value| {
+            let mut m = json!({"method": "thread/settings/updated",
+                               "params": {"threadId": thread_id, "threadSettings": s}});
+            if let Some(p) = &self.fake.projector {
+                p.project(&mut m, None);
+            }
+            m
+        };
+        let changed = shown(&settings) != shown(&self.thread_settings(info));
+        self.fake
+            .store
+            .update(|d| d["threads"][thread_id] = next.clone());
+        if changed {
+            self.notify(
+                "thread/settings/updated",
+                json!({"threadId": thread_id, "threadSettings": settings}),
+            );
+        }
+        Ok(next)
+    }
+
+    pub(super) fn goal_set(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.fake.loaded_with_goals(params)?;
+        let now = now_secs();
+        let mut goal = info["goal"].clone();
+        let fresh = !goal.is_object() || params["objective"].is_string();
+        if fresh {
+            goal = turn::new_goal(&thread_id, "");
+        }
+        if let Some(o) = params["objective"].as_str() {
+            goal["objective"] = json!(o);
+        }
+        if params["status"].is_string() {
+            goal["status"] = params["status"].clone();
+        }
+        if !params["tokenBudget"].is_null() {
+            goal["tokenBudget"] = params["tokenBudget"].clone();
+        }
+        goal["updatedAt"] = json!(now);
+        let g = goal.clone();
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id]["goal"] = g.clone());
+        self.result(id, json!({"goal": goal}));
+        self.notify(
+            "thread/goal/updated",
+            json!({"threadId": thread_id, "turnId": null, "goal": goal}),
+        );
+        let running = turn::running().get(&thread_id).cloned();
+        match (goal["status"].as_str(), running) {
+            // A running goal sees the new status at its next rollover.
+            (Some(_), Some(ctl)) => ctl.set_goal_status(goal["status"].as_str().unwrap_or("")),
+            // An active goal on an idle thread starts running on its own, as in codex.
+            (Some("active"), None) => {
+                turn::start(self.c, &thread_id, ServerTurn::Goal)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub(super) fn goal_get(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (_, info) = self.fake.loaded_with_goals(params)?;
+        let goal = info.get("goal").cloned().unwrap_or(Value::Null);
+        self.result(id, json!({"goal": goal}));
+        Ok(())
+    }
+
+    pub(super) fn goal_clear(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.fake.loaded_with_goals(params)?;
+        let had = info["goal"].is_object();
+        self.fake.store.update(|d| {
+            if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+                t.remove("goal");
+            }
+        });
+        self.result(id, json!({"cleared": had}));
+        if had {
+            self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        }
+        Ok(())
+    }
+
+    pub(super) fn turn_start(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, info) = self.fake.loaded_thread(params)?;
+        check_input(&params["input"])?;
+        let nonempty = params["input"].as_array().is_some_and(|a| !a.is_empty());
+        if !params["toolOutput"].is_null() && nonempty {
+            return Err("`toolOutput` cannot be combined with nonempty `input`".into());
+        }
+        let info = self.apply_turn_settings(&thread_id, &info, params)?;
+        // Every turn on a model without metadata says so, before the turn's result.
+        let model = self.model_of(&info);
+        if let Some(message) = self.fake.catalog.unknown_model_warning(&model) {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
+        turn::start_for_request(self.c, id, &thread_id, params)
+    }
+
+    pub(super) fn active_turn(&self, params: &Value, what: &str) -> Result<Arc<TurnCtl>, String> {
+        let (thread_id, _) = self.fake.loaded_thread(params)?;
+        turn::running()
+            .get(&thread_id)
+            .cloned()
+            .ok_or_else(|| format!("no active turn to {what}"))
+    }
+
+    pub(super) fn turn_interrupt(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let ctl = self.active_turn(params, "interrupt")?;
+        let want = params["turnId"].as_str().unwrap_or_default();
+        let current = ctl.turn_id();
+        if want != current {
+            return Err(format!(
+                "expected active turn id {want} but found {current}"
+            ));
+        }
+        ctl.interrupt();
+        ctl.wait_acked();
+        self.result(id, json!({}));
+        ctl.responded.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    pub(super) fn turn_steer(&self, id: &Value, params: &Value) -> Result<(), String> {
+        // In the real server's order of checks (`turn_steer_inner`, seen on 0.171.0).
+        self.fake.loaded_thread(params)?;
+        let want = params["expectedTurnId"].as_str().unwrap_or_default();
+        if want.is_empty() {
+            return Err("expectedTurnId must not be empty".into());
+        }
+        check_input(&params["input"])?;
+        let ctl = self.active_turn(params, "steer")?;
+        let current = ctl.turn_id();
+        if want != current {
+            return Err(format!(
+                "expected active turn id `{want}` but found `{current}`"
+            ));
+        }
+        if params["input"].as_array().is_none_or(Vec::is_empty) {
+            return Err("input must not be empty".into());
+        }
+        ctl.steer(params.clone());
+        self.result(id, json!({"turnId": current}));
+        Ok(())
+    }
+
+    pub(super) fn compact_start(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.fake.loaded_thread(params)?;
+        self.result(id, json!({}));
+        // The real server asks the model for the summary: that takes the next scripted turn.
+        turn::start(self.c, &thread_id, ServerTurn::Compaction).map(|_| ())
+    }
+}
+
+/// What codex refuses in a turn's input before anything else (0.171.0): an image it would have
+/// to fetch.
+fn check_input(input: &Value) -> Result<(), String> {
+    let remote = input.as_array().into_iter().flatten().any(|i| {
+        i["type"] == "image" && i["url"].as_str().is_some_and(|u| !u.starts_with("data:"))
+    });
+    if remote {
+        return Err("remote image URLs are not supported; use an inline data URL instead".into());
+    }
+    Ok(())
+}

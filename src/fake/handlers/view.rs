@@ -1,0 +1,271 @@
+//! How the handlers show a thread: the `Thread` and `Turn` objects, the settings a thread
+//! runs with, as the real server shapes them; and the connection as the handlers see it.
+
+use crate::fake::rpc::Conn;
+use crate::fake::settings;
+use crate::fake::state::{lock, now_secs};
+use crate::fake::turn;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// A connection as its handlers see it (handlers are methods of this, not of the connection).
+pub(super) struct H<'a> {
+    pub c: &'a Arc<Conn>,
+}
+
+impl std::ops::Deref for H<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.c
+    }
+}
+
+impl H<'_> {
+    /// A thread's model: its own (thread/start `model`), else the configured one.
+    pub(super) fn model_of(&self, info: &Value) -> String {
+        info["model"]
+            .as_str()
+            .map_or_else(|| self.fake.config.model.clone(), str::to_string)
+    }
+
+    /// A stored turn as the real server lists it: `view` `full` (every item), `summary` (the
+    /// first user message and the final answer) or `notLoaded`.
+    pub(super) fn turn_payload(&self, thread_id: &str, t: &Value, view: &str) -> Value {
+        // A turn still in progress in the store but running nowhere here: its process died
+        // mid-turn, which the real server reports as an interrupt.
+        let running = turn::running()
+            .get(thread_id)
+            .is_some_and(|c| t["id"] == c.turn_id().as_str());
+        let status = if t["status"] == "inProgress" && !running {
+            json!("interrupted")
+        } else {
+            t["status"].clone()
+        };
+        let all = t["items"].as_array().cloned().unwrap_or_default();
+        let items: Vec<Value> = match view {
+            "notLoaded" => Vec::new(),
+            "summary" => {
+                let user = all.iter().find(|i| i["type"] == "userMessage");
+                let answer = all.iter().rev().find(|i| i["type"] == "agentMessage");
+                user.into_iter().chain(answer).cloned().collect()
+            }
+            _ => all,
+        };
+        json!({"id": t["id"], "rootTurnId": t["id"], "items": items,
+               "itemsView": view, "status": status,
+               "error": t.get("error").cloned().unwrap_or(Value::Null),
+               "startedAt": t.get("startedAt").cloned().unwrap_or(Value::Null),
+               "completedAt": t.get("completedAt").cloned().unwrap_or(Value::Null),
+               "durationMs": t.get("durationMs").cloned().unwrap_or(Value::Null)})
+    }
+
+    /// The full `Thread` object, shaped like the real server's.
+    pub fn thread_payload(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
+        let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        let status = if turn::running().contains_key(thread_id) {
+            json!({"type": "active", "activeFlags": []})
+        } else if lock(&self.fake.loaded).contains(thread_id) {
+            if info["systemError"] == true {
+                json!({"type": "systemError"})
+            } else {
+                json!({"type": "idle"})
+            }
+        } else {
+            json!({"type": "notLoaded"})
+        };
+        let turns: Vec<Value> = if with_turns {
+            info["turns"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| self.turn_payload(thread_id, t, "full"))
+                .collect()
+        } else {
+            vec![]
+        };
+        let created = info["createdAt"].as_i64().unwrap_or_else(now_secs);
+        let updated = info["updatedAt"].as_i64().unwrap_or(created);
+        // A thread not loaded here has no live environments, nor an answer on direct input.
+        let loaded = lock(&self.fake.loaded).contains(thread_id);
+        let environments = if loaded {
+            self.environments_of(info)
+        } else {
+            Value::Null
+        };
+        // An ephemeral thread has no rollout file.
+        let path = if info["ephemeral"] == true {
+            Value::Null
+        } else {
+            json!(self.fake.rollout_path(thread_id, info))
+        };
+        json!({
+            "id": thread_id,
+            "environments": environments,
+            "extra": null, "sessionId": thread_id,
+            "forkedFromId": info.get("forkedFromId").cloned().unwrap_or(Value::Null),
+            "attachedToThreadId": null, "parentThreadId": null,
+            "preview": info["preview"].as_str().unwrap_or(""),
+            "ephemeral": info["ephemeral"].as_bool().unwrap_or(false),
+            "section": null, "sectionEnteredAt": null, "projectId": null,
+            "historyMode": info["historyMode"].as_str().unwrap_or("paginated"),
+            "modelProvider": self.provider_of(info), "model": self.model_of(info),
+            "reasoningEffort": info["effort"],
+            "createdAt": created, "updatedAt": updated, "recencyAt": updated,
+            "status": status,
+            "path": path,
+            "cwd": cwd, "cliVersion": self.fake.protocol.version,
+            "originator": lock(&self.client_name).clone(), "source": "vscode",
+            "canAcceptDirectInput": if loaded { json!(true) } else { Value::Null },
+            "threadSource": info["threadSource"], "agentNickname": null,
+            "agentRole": null, "gitInfo": null,
+            "name": info.get("name").cloned().unwrap_or(Value::Null),
+            "daybreakEnabled": info["daybreakEnabled"],
+            "turns": turns,
+        })
+    }
+
+    /// `thread/start`, `thread/resume` and `thread/fork` results.
+    pub(super) fn thread_response(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
+        let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        let (sandbox, profile) = self.sandbox_of(info);
+        json!({
+            "thread": self.thread_payload(thread_id, info, with_turns),
+            "model": self.model_of(info), "modelProvider": self.provider_of(info),
+            "serviceTier": self.fake.catalog.served_tier(&info["serviceTier"], &self.model_of(info)),
+            "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": self.roots_of(info),
+            "instructionSources": [],
+            "approvalPolicy": self.approval_policy_of(info),
+            "approvalsReviewer": self.reviewer_of(info),
+            "sandbox": sandbox,
+            "activePermissionProfile": profile,
+            "reasoningEffort": info["effort"], "multiAgentMode": "explicitRequestOnly",
+        })
+    }
+
+    pub(super) fn approval_policy_of(&self, info: &Value) -> Value {
+        info.get("approvalPolicy")
+            .filter(|v| !v.is_null())
+            .cloned()
+            .unwrap_or_else(|| json!(self.fake.config.approval_policy))
+    }
+
+    pub(super) fn reviewer_of(&self, info: &Value) -> Value {
+        info.get("approvalsReviewer")
+            .filter(|v| !v.is_null())
+            .cloned()
+            .unwrap_or_else(|| json!("user"))
+    }
+
+    pub(super) fn provider_of(&self, info: &Value) -> String {
+        info["provider"]
+            .as_str()
+            .map_or_else(|| self.fake.config.provider.clone(), str::to_string)
+    }
+
+    /// The thread's settings as resolved when it started (a thread stored before they were
+    /// kept: as the configuration resolves them for its cwd).
+    pub(super) fn resolved_of(&self, info: &Value) -> Option<settings::Resolved> {
+        settings::for_start(
+            &self.fake.config,
+            &self.fake.catalog,
+            &self.fake.cwd,
+            &json!({"cwd": info["cwd"]}),
+        )
+        .ok()
+    }
+
+    /// `sandbox` and `activePermissionProfile`.
+    pub(super) fn sandbox_of(&self, info: &Value) -> (Value, Value) {
+        if info["sandbox"].is_object() {
+            return (info["sandbox"].clone(), info["permissionProfile"].clone());
+        }
+        self.resolved_of(info)
+            .map_or((Value::Null, Value::Null), |r| (r.sandbox, r.profile))
+    }
+
+    /// The thread's own runtime workspace roots (by default its cwd).
+    pub(super) fn own_roots(&self, info: &Value) -> Vec<String> {
+        match &info["roots"] {
+            Value::Array(r) => r
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            _ => info["cwd"]
+                .as_str()
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// The roots it works in: its environments' when it names any.
+    pub(super) fn roots_of(&self, info: &Value) -> Value {
+        let envs = info["environments"].as_array().cloned();
+        json!(settings::shown_roots(&envs, &self.own_roots(info)))
+    }
+
+    /// The thread's environments: the local one at its cwd, unless it started with others.
+    pub(super) fn environments_of(&self, info: &Value) -> Value {
+        match &info["environments"] {
+            Value::Array(e) => Value::Array(e.clone()),
+            _ => json!([{"environmentId": "local", "cwd": info["cwd"],
+                         "runtimeWorkspaceRoots": self.own_roots(info)}]),
+        }
+    }
+
+    /// The collaboration mode a thread runs in (codex's default mode, with the thread's model
+    /// and effort).
+    pub(super) fn collaboration_mode(&self, info: &Value) -> Value {
+        if info["collaborationMode"].is_object() {
+            return info["collaborationMode"].clone();
+        }
+        json!({"mode": "default", "settings": {"model": self.model_of(info),
+               "reasoning_effort": info["effort"], "developer_instructions": null}})
+    }
+
+    /// `thread/settings/updated`'s settings, in the real server's key order.
+    pub(super) fn thread_settings(&self, info: &Value) -> Value {
+        let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
+        let (sandbox, profile) = self.sandbox_of(info);
+        let plugins = match &info["disabledPluginIds"] {
+            Value::Array(a) => Value::Array(a.clone()),
+            _ => json!([]),
+        };
+        json!({
+            "disabledPluginIds": plugins, "cwd": cwd,
+            "environments": self.environments_of(info),
+            "approvalPolicy": self.approval_policy_of(info),
+            "approvalsReviewer": self.reviewer_of(info),
+            "sandboxPolicy": sandbox,
+            "activePermissionProfile": profile,
+            "model": self.model_of(info), "modelProvider": self.provider_of(info),
+            "serviceTier": info["serviceTier"], "effort": info["effort"], "summary": info["summary"],
+            "collaborationMode": self.collaboration_mode(info),
+            "multiAgentMode": "explicitRequestOnly", "personality": info["personality"],
+        })
+    }
+
+    /// A thread taken up with turns (resumed, forked) reports its usage as of its last turn
+    /// (only once a model response has reported usage: a turn that died first left none).
+    pub(super) fn report_usage(&self, thread_id: &str, info: &Value) {
+        let last_turn = info["turns"].as_array().and_then(|t| t.last());
+        if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
+            let zeros = turn::breakdown(0, 0, 0, 0);
+            let or_zeros = |v: &Value| {
+                if v.is_object() {
+                    v.clone()
+                } else {
+                    zeros.clone()
+                }
+            };
+            self.notify(
+                "thread/tokenUsage/updated",
+                json!({"threadId": thread_id, "turnId": last_turn["id"],
+                       "tokenUsage": {"total": or_zeros(&info["usage"]),
+                                      "last": or_zeros(&info["lastUsage"]),
+                                      "modelContextWindow": turn::context_window(self, thread_id)}}),
+            );
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! One fake process's shared state ([`Fake`]) and its connections ([`Conn`]): the JSON-RPC
+//! session of each (every inbound line goes through the engine first; only lines the real
+//! server would accept reach the dispatcher the process gave it), its output (held back in
+//! batches, recorded before the peer can read it), and the server→client requests in flight.
+//! Knows nothing of threads or turns: the rooms above it do.
+
+use super::listen::{Connection, Next, Sink};
+use super::state::{lock, now_ms, Store, Transcript};
+use super::turn_facts::TurnFacts;
+use crate::engine::{Kind, Outcome, Session};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The real server's reply to a request that finds its inbound queue full.
+pub const OVERLOADED: i64 = -32001;
+pub const OVERLOADED_MESSAGE: &str = "Server overloaded; retry later.";
+
+/// Marks a handler error the real server answers with `-32603` (internal error).
+pub const INTERNAL_PREFIX: &str = "\u{0}internal:";
+
+/// The process-wide state: files, loaded threads and running turns (shared by connections,
+/// as in the real server).
+pub struct Fake {
+    pub dir: PathBuf,
+    pub transcript: Transcript,
+    pub store: Store,
+    pub cwd: PathBuf,
+    /// `$CODEX_HOME` as the real server reports and resolves against it (else the state dir).
+    pub codex_home: PathBuf,
+    /// What config.toml and `-c` say about the model, provider, approvals and sandbox.
+    pub config: super::config::Config,
+    /// Threads started, resumed or forked by this process: the only ones turns can run on.
+    pub loaded: Mutex<HashSet<String>>,
+    /// Scripted overload replies given so far, per `scenario.json` `overload` key.
+    overload_used: Mutex<HashMap<String, u64>>,
+    /// The codex version the fake answers as.
+    pub protocol: &'static crate::Protocol,
+    /// How that version plays turns where versions differ (`Protocol::turn_facts`).
+    pub turn_facts: TurnFacts,
+    /// That version's model catalog (`Protocol::models`).
+    pub catalog: super::catalog::Catalog,
+    /// Its features under development (`Protocol::features`).
+    pub unstable: Vec<String>,
+    /// For an older version: what drops the keys its schema lacks from every message.
+    pub projector: Option<super::project::Projector>,
+}
+
+impl Fake {
+    pub fn new(
+        dir: PathBuf,
+        overrides: &[(String, String)],
+        protocol: &'static crate::Protocol,
+    ) -> Arc<Self> {
+        let codex_home = std::env::var_os("CODEX_HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| dir.clone());
+        Arc::new(Fake {
+            config: super::config::Config::load(&codex_home, overrides),
+            transcript: Transcript::new(dir.join("transcript.jsonl")),
+            store: Store::new(&dir),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            codex_home,
+            dir,
+            loaded: Mutex::new(HashSet::new()),
+            overload_used: Mutex::new(HashMap::new()),
+            turn_facts: TurnFacts::of(protocol),
+            catalog: super::catalog::Catalog::of(protocol),
+            unstable: super::catalog::unstable_features(protocol),
+            projector: super::project::Projector::of(protocol),
+            protocol,
+        })
+    }
+
+    pub fn record(&self, entry: Value) {
+        self.transcript.record(&entry);
+    }
+}
+
+/// A message's transcript entry, rendered straight into the transcript (no map built per line).
+#[derive(serde::Serialize)]
+struct Entry<'a, M: serde::Serialize + ?Sized> {
+    dir: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    msg: Option<&'a M>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_to: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    ignored: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    violation: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    overloaded: bool,
+}
+
+impl<'a, M: serde::Serialize + ?Sized> Entry<'a, M> {
+    fn new(dir: &'static str, msg: Option<&'a M>) -> Self {
+        Entry {
+            dir,
+            msg,
+            raw: None,
+            reply_to: None,
+            ignored: &[],
+            violation: None,
+            overloaded: false,
+        }
+    }
+}
+
+/// A connection's outbound lines not yet given to the sink (only while the transport holds them).
+struct Out {
+    sink: Sink,
+    buf: String,
+    held: bool,
+}
+
+pub struct Conn {
+    pub fake: Arc<Fake>,
+    out: Mutex<Out>,
+    session: Mutex<Session>,
+    /// Server→client requests in flight: id (JSON text) → the client's reply once it arrives.
+    pending: Mutex<HashMap<String, Option<Value>>>,
+    replied: Condvar,
+    next_id: AtomicI64,
+    closed: AtomicBool,
+    /// `initialize`'s `clientInfo.name` (a thread's `originator`).
+    pub client_name: Mutex<String>,
+    /// Threads this connection unsubscribed from.
+    pub unsubscribed: Mutex<HashSet<String>>,
+    /// `initialize`'s `optOutNotificationMethods`.
+    pub opt_out: Mutex<Vec<String>>,
+    /// Where an accepted request goes (the process's handlers).
+    dispatch: Dispatch,
+}
+
+/// The handlers of accepted requests: `(connection, id, method, params)`.
+pub type Dispatch = fn(&Arc<Conn>, &Value, &str, &Value);
+
+impl Conn {
+    pub fn new(fake: Arc<Fake>, sink: Sink, dispatch: Dispatch) -> Arc<Self> {
+        Arc::new(Conn {
+            session: Mutex::new(Session::with_protocol(fake.protocol)),
+            fake,
+            out: Mutex::new(Out {
+                sink,
+                buf: String::new(),
+                held: false,
+            }),
+            pending: Mutex::new(HashMap::new()),
+            replied: Condvar::new(),
+            next_id: AtomicI64::new(0),
+            closed: AtomicBool::new(false),
+            opt_out: Mutex::new(Vec::new()),
+            client_name: Mutex::new("codex".into()),
+            unsubscribed: Mutex::new(HashSet::new()),
+            dispatch,
+        })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The transport ended: wake every turn waiting for a reply.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _g = lock(&self.pending);
+        self.replied.notify_all();
+    }
+
+    /// Records and writes one message. A dead peer is not an error for the fake.
+    pub fn send(&self, msg: Value) {
+        let mut msg = msg;
+        if let Some(p) = &self.fake.projector {
+            let method = msg.get("result").and_then(|_| {
+                lock(&self.session)
+                    .awaiting_method(&msg["id"])
+                    .map(str::to_string)
+            });
+            p.project(&mut msg, method.as_deref());
+        }
+        let line = msg.to_string();
+        self.emit(&line, &msg);
+    }
+
+    /// Records and writes one line to the peer (or queues it while the transport holds output
+    /// back), in one step so that the transcript's order is the peer's.
+    fn emit<M: serde::Serialize + ?Sized>(&self, line: &str, msg: &M) {
+        let mut out = lock(&self.out);
+        self.fake.transcript.record(&Entry::new("out", Some(msg)));
+        out.buf.push_str(line);
+        out.buf.push('\n');
+        if !out.held {
+            self.drain(out);
+        }
+    }
+
+    fn drain(&self, mut out: MutexGuard<'_, Out>) {
+        if out.buf.is_empty() {
+            return;
+        }
+        // The lines' transcript entries reach the disk before the peer can see the lines.
+        self.fake.transcript.flush();
+        let Out { sink, buf, .. } = &mut *out;
+        let failed = sink(buf).is_err();
+        buf.clear();
+        drop(out);
+        if failed {
+            self.close();
+        }
+    }
+
+    /// Holds output and transcript entries back while the transport has more input queued, so
+    /// a burst of lines is answered with one write each (see [`Conn::release`]).
+    pub fn hold(&self) {
+        lock(&self.out).held = true;
+        self.fake.transcript.hold();
+    }
+
+    /// Ends [`Conn::hold`]: what was held back goes out now.
+    pub fn release(&self) {
+        let mut out = lock(&self.out);
+        out.held = false;
+        self.drain(out);
+        self.fake.transcript.release();
+    }
+
+    /// Writes what is held back without ending the hold (before the processor blocks).
+    pub fn flush_held(&self) {
+        self.drain(lock(&self.out));
+    }
+
+    pub fn notify(&self, method: &str, params: Value) {
+        if self.withheld(method) {
+            return;
+        }
+        self.send(json!({"method": method, "params": params, "emittedAtMs": now_ms()}));
+    }
+
+    /// A thread's settings warnings (`warning`), as a start, a cold resume and a fork send them.
+    pub fn warn(&self, thread_id: &str, messages: Vec<String>) {
+        for message in messages {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
+    }
+
+    /// Notifications this connection does not get: the experimental ones without the
+    /// `experimentalApi` capability, and the methods it opted out of (exact names).
+    pub fn withheld(&self, method: &str) -> bool {
+        (EXPERIMENTAL_NOTIFICATIONS.contains(&method) && !lock(&self.session).experimental_api())
+            || lock(&self.opt_out).iter().any(|m| m == method)
+    }
+
+    pub fn result(&self, id: &Value, result: Value) {
+        self.send(json!({"id": id, "result": result}));
+    }
+
+    /// A handler's error: `-32600`, or `-32603` for a message marked [`INTERNAL_PREFIX`].
+    pub fn error(&self, id: &Value, message: String) {
+        let (code, message) = match message.strip_prefix(INTERNAL_PREFIX) {
+            Some(m) => (-32603, m.to_string()),
+            None => (-32600, message),
+        };
+        self.send(json!({"error": {"code": code, "message": message}, "id": id}));
+    }
+
+    /// The id of the last server→client request sent on this connection.
+    pub fn last_request_id(&self) -> Option<i64> {
+        let next = self.next_id.load(Ordering::SeqCst);
+        (next > 0).then(|| next - 1)
+    }
+
+    /// Sends a server→client request and blocks until the client answers (the engine checks
+    /// the answer against the method's response type), the connection closes, `timeout`
+    /// passes, or `cancelled` says so (checked every few milliseconds).
+    pub fn server_request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<Value> {
+        let id = json!(self.next_id.fetch_add(1, Ordering::SeqCst));
+        let key = id.to_string();
+        lock(&self.session).expect_response(&id, method);
+        lock(&self.pending).insert(key.clone(), None);
+        self.send(json!({"method": method, "id": id, "params": params}));
+        let deadline = Instant::now() + timeout;
+        let mut pending = lock(&self.pending);
+        loop {
+            if let Some(Some(reply)) = pending.get(&key) {
+                let reply = reply.clone();
+                pending.remove(&key);
+                return Some(reply);
+            }
+            let now = Instant::now();
+            if self.is_closed() || now >= deadline || cancelled() {
+                pending.remove(&key);
+                drop(pending);
+                self.fake.record(
+                    json!({"event": "server_request_unanswered", "method": method, "id": id}),
+                );
+                return None;
+            }
+            pending = self
+                .replied
+                .wait_timeout(pending, (deadline - now).min(Duration::from_millis(20)))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    /// A request's id, when `line` is one (what the real transport checks before queueing).
+    fn request_id(line: &[u8]) -> Option<(Value, Value)> {
+        let msg: Value = serde_json::from_slice(line).ok()?;
+        let id = msg.get("id")?;
+        (msg["method"].is_string() && (id.is_string() || id.is_i64()))
+            .then(|| (id.clone(), msg.clone()))
+    }
+
+    /// Answers a request that found the queue full with the real overload reply (recorded both
+    /// ways). Returns false when `line` is not a request (it must wait for room instead).
+    pub fn overloaded(&self, line: &[u8]) -> bool {
+        let Some((id, msg)) = Self::request_id(line) else {
+            return false;
+        };
+        self.fake.transcript.record(&Entry {
+            overloaded: true,
+            ..Entry::new("in", Some(&msg))
+        });
+        self.send(json!({"error": {"code": OVERLOADED, "message": OVERLOADED_MESSAGE}, "id": id}));
+        true
+    }
+
+    /// `scenario.json` `overload`: `{"method": n}` (or `"*"`) answers the first `n` requests of
+    /// that method in this process with the overload reply, so a client's retry path can be
+    /// tested deterministically. Returns whether `line` was answered so.
+    pub fn overload_scripted(&self, line: &[u8], sc: &Value) -> bool {
+        let Some(budget) = sc["overload"].as_object().filter(|b| !b.is_empty()) else {
+            return false;
+        };
+        let Some((_, msg)) = Self::request_id(line) else {
+            return false;
+        };
+        let method = msg["method"].as_str().unwrap_or_default();
+        let key = if budget.contains_key(method) {
+            method
+        } else {
+            "*"
+        };
+        let Some(limit) = budget.get(key).and_then(Value::as_u64) else {
+            return false;
+        };
+        {
+            let mut used = lock(&self.fake.overload_used);
+            let n = used.entry(key.to_string()).or_insert(0);
+            if *n >= limit {
+                return false;
+            }
+            *n += 1;
+        }
+        self.overloaded(line)
+    }
+
+    /// One inbound line (without its newline).
+    pub fn handle_line(self: &Arc<Self>, line: &[u8]) -> Next {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            // No reply from the real server either; nothing worth a transcript entry.
+            return Next::Continue;
+        }
+        let verdict = lock(&self.session).feed(line);
+        let text = String::from_utf8_lossy(line);
+        let msg = serde_json::from_str::<Value>(text.trim_end_matches('\r')).ok();
+        let mut entry = Entry::new("in", None);
+        match &msg {
+            Some(m) if verdict.kind != Kind::Unparsed => entry.msg = Some(m),
+            _ => entry.raw = Some(&text),
+        };
+        entry.reply_to = verdict.reply_to.as_deref();
+        entry.ignored = &verdict.ignored;
+        let violation = match (&verdict.outcome, verdict.kind) {
+            (Outcome::Close, _) => Some("invalid UTF-8: the server closes the connection".into()),
+            (Outcome::Reply(e), _) => Some(e.message.clone()),
+            (_, Kind::Unparsed) if msg.is_none() => Some("not JSON".into()),
+            (_, Kind::Unparsed) => Some("not a JSON-RPC message".into()),
+            (_, Kind::Notification) => msg
+                .as_ref()
+                .and_then(|m| unknown_notification(self.fake.protocol, m)),
+            (_, Kind::Response | Kind::Error) if verdict.reply_to.is_none() => {
+                Some("response to unknown server request id".into())
+            }
+            _ => verdict.violation.clone(),
+        };
+        entry.violation = violation.as_deref();
+        self.fake.transcript.record(&entry);
+        match verdict.outcome {
+            Outcome::Close => return Next::Close,
+            Outcome::Reply(e) => {
+                let line = e.line();
+                // The engine renders the reply compactly, as serde_json would: kept as written.
+                let msg: Option<&serde_json::value::RawValue> = serde_json::from_str(&line).ok();
+                self.emit(&line, &msg);
+            }
+            Outcome::NoReply => {
+                if matches!(verdict.kind, Kind::Response | Kind::Error) {
+                    if let (Some(id), Some(m)) = (&verdict.id, msg) {
+                        let mut pending = lock(&self.pending);
+                        if let Some(slot) = pending.get_mut(&id.to_string()) {
+                            *slot = Some(m);
+                            self.replied.notify_all();
+                        }
+                    }
+                }
+            }
+            Outcome::Accepted => {
+                let m = msg.unwrap_or(Value::Null);
+                let id = verdict.id.as_ref().map_or(Value::Null, crate::Id::to_value);
+                let method = verdict.method.as_deref().unwrap_or_default().to_string();
+                let params = m.get("params").cloned().unwrap_or(Value::Null);
+                (self.dispatch)(self, &id, &method, &params);
+            }
+        }
+        Next::Continue
+    }
+}
+
+impl Connection for Conn {
+    fn line(self: Arc<Self>, line: &[u8]) -> Next {
+        self.handle_line(line)
+    }
+    fn hold(&self) {
+        Conn::hold(self)
+    }
+    fn release(&self) {
+        Conn::release(self)
+    }
+    fn close(&self) {
+        Conn::close(self)
+    }
+    fn overloaded(&self, line: &[u8]) -> bool {
+        Conn::overloaded(self, line)
+    }
+    fn overload_scripted(&self, line: &[u8], sc: &Value) -> bool {
+        Conn::overload_scripted(self, line, sc)
+    }
+}
+
+/// Notifications codex sends only to clients with the `experimentalApi` capability (read off
+/// 0.171.0's per-notification table; its stable schema bundle lists them all). Other
+/// notifications go to every client, experimental fields included.
+const EXPERIMENTAL_NOTIFICATIONS: &[&str] = &[
+    "thread/readState/changed",
+    "thread/prediction/updated",
+    "thread/queue/changed",
+    "project/changed",
+    "thread/project/updated",
+    "thread/environment/connected",
+    "thread/environment/disconnected",
+    "thread/settings/updated",
+    "autoApprovalReview/strictReviewRequired",
+    "process/outputDelta",
+    "process/exited",
+    "thread/search/partial",
+    "mcpServer/event/stream/notification",
+    "turn/moderationMetadata",
+    "thread/realtime/started",
+    "thread/realtime/itemAdded",
+    "thread/realtime/item/started",
+    "thread/realtime/item/transcript/delta",
+    "thread/realtime/item/completed",
+    "thread/realtime/transcript/delta",
+    "thread/realtime/transcript/done",
+    "thread/realtime/outputAudio/delta",
+    "thread/realtime/sdp",
+    "thread/realtime/error",
+    "thread/realtime/closed",
+];
+
+/// A client notification whose method the protocol does not know (the real server drops it
+/// silently; its params are the engine's business: dropped, whatever the method).
+fn unknown_notification(protocol: &crate::Protocol, msg: &Value) -> Option<String> {
+    let typed = json!({"method": msg["method"]});
+    match (protocol.client_notification)(&typed) {
+        Ok(_) => None,
+        Err(e) => Some(format!("unknown notification: {e}")),
+    }
+}

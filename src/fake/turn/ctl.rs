@@ -1,0 +1,93 @@
+//! A running turn's controls, shared by the engine and the requests that act on it
+//! (`turn/interrupt`, `turn/steer`, `thread/goal/set`), and how a turn or a tool call ends.
+
+use crate::fake::state::lock;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The process's running turns, by thread (one at most each, as in codex's thread manager).
+pub fn running() -> std::sync::MutexGuard<'static, HashMap<String, Arc<TurnCtl>>> {
+    static RUNNING: std::sync::OnceLock<Mutex<HashMap<String, Arc<TurnCtl>>>> =
+        std::sync::OnceLock::new();
+    lock(RUNNING.get_or_init(Default::default))
+}
+
+/// Control of a running turn, shared with `turn/interrupt`, `turn/steer` and `thread/goal/set`.
+pub struct TurnCtl {
+    pub thread_id: String,
+    pub(super) turn_id: Mutex<String>,
+    pub(super) interrupted: AtomicBool,
+    pub(super) steers: Mutex<Vec<Value>>,
+    pub(super) goal_status: Mutex<Option<String>>,
+    /// The turn saw the interrupt (and reported its rate limits).
+    pub acked: AtomicBool,
+    /// The `turn/interrupt` reply has been sent.
+    pub responded: AtomicBool,
+    /// Commands approved with `acceptForSession`.
+    pub(super) session_approved: Mutex<Vec<String>>,
+    /// The `rootTurnId` a `turn/start` gave (else the turn is its own root).
+    pub(super) root: Mutex<Option<String>>,
+}
+
+impl TurnCtl {
+    pub fn turn_id(&self) -> String {
+        lock(&self.turn_id).clone()
+    }
+    pub(super) fn root_turn_id(&self) -> String {
+        lock(&self.root).clone().unwrap_or_else(|| self.turn_id())
+    }
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+    }
+    /// Waits (briefly) until the turn has seen the interrupt, so that its last notifications
+    /// precede the `turn/interrupt` reply, as on the real server.
+    pub fn wait_acked(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.acked.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    pub(super) fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+    pub fn steer(&self, input: Value) {
+        lock(&self.steers).push(input);
+    }
+    pub fn set_goal_status(&self, status: &str) {
+        *lock(&self.goal_status) = Some(status.to_string());
+    }
+}
+
+/// What a tool call gets before it runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Gate {
+    Run,
+    Ask,
+    Refuse,
+}
+
+/// The client's answer to an approval request.
+#[derive(PartialEq, Debug)]
+pub(super) enum Decision {
+    /// `accept`, `acceptForSession`, an amendment: the decision as sent.
+    Accept(Value),
+    Decline,
+    Cancel,
+    /// A JSON-RPC error, or a result the response type does not take.
+    Failed,
+}
+
+/// How a turn ended early.
+pub(super) enum End {
+    /// The model's stream failed: the turn's error object.
+    Failed(Value),
+    /// `turn/interrupt`.
+    Interrupted,
+    /// An approval answered `cancel`.
+    Cancelled,
+    /// Input was steered in: the model's response is abandoned (never leaves `run`).
+    Steered,
+}

@@ -1,0 +1,70 @@
+//! How a codex version plays turns where versions differ (`schema/<V>/facts/turns.json`).
+
+use serde_json::Value;
+
+/// How a codex version plays turns where versions differ, from `schema/<V>/facts/turns.json`
+/// (each fact shown by that version's recordings; an absent fact is the newest version's way).
+#[derive(Debug, Default, serde::Deserialize, serde::Serialize)]
+#[serde(default, rename_all = "snake_case", deny_unknown_fields)]
+pub struct TurnFacts {
+    /// `turn/diff/updated` again after every model response once the turn has a diff (instead
+    /// of once when the turn ends).
+    pub turn_diff_after_each_response: bool,
+    /// A service tier a turn set is not kept when another process resumes the thread.
+    pub service_tier_not_resumed: bool,
+    /// codex's built-in Plan-mode instructions: the `developer_instructions` of a
+    /// `collaborationMode` in Plan mode that a `turn/start` left null (taken from the
+    /// recording of `26c_user_input_plan_mode`).
+    pub plan_mode_instructions: Option<String>,
+    /// codex's built-in Default-mode instructions: what a `collaborationMode` of any other mode
+    /// gets when a `turn/start` leaves them null (from a 0.171.0 recording).
+    pub default_mode_instructions: Option<String>,
+    /// A plan item's id is `<turn id>-plan` (else a fresh uuid).
+    pub plan_item_id_from_turn: bool,
+    /// A forked thread starts with an empty preview (else the source thread's).
+    pub fork_preview_empty: bool,
+    /// A fork takes the configured sandbox mode, not its source thread's mode or turn policy
+    /// (a permission profile is kept either way).
+    pub fork_sandbox_mode_not_kept: bool,
+}
+
+/// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`
+/// tries candidate facts of a new version against its recordings before writing them.
+pub const TURN_FACTS_ENV: &str = "CODEX_WIRE_TURN_FACTS";
+
+impl TurnFacts {
+    pub fn of(p: &crate::Protocol) -> TurnFacts {
+        if let Some(text) =
+            std::env::var_os(TURN_FACTS_ENV).and_then(|path| std::fs::read_to_string(path).ok())
+        {
+            if let Ok(facts) = serde_json::from_str(&text) {
+                return facts;
+            }
+        }
+        // Checked by the protocol's tests: a facts file that does not parse is a build bug.
+        serde_json::from_str(p.turn_facts).unwrap_or_default()
+    }
+
+    /// The facts that are switches (the others are texts read off a recording).
+    pub fn switches() -> Vec<String> {
+        match serde_json::to_value(TurnFacts::default()) {
+            Ok(Value::Object(m)) => m
+                .into_iter()
+                .filter(|(_, v)| v.is_boolean())
+                .map(|(k, _)| k)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_version_s_turn_facts_parse() {
+        for p in crate::versions() {
+            serde_json::from_str::<super::TurnFacts>(p.turn_facts)
+                .unwrap_or_else(|e| panic!("schema/{}/facts/turns.json: {e}", p.version));
+        }
+    }
+}
