@@ -983,3 +983,82 @@ fn burst_replies_follow_their_transcript_entries() {
     );
     assert!(c.close().success());
 }
+
+/// One thread changed at once from several processes on one state dir: one starts turns on it
+/// (each `turn/start` writes the turn's settings back to the thread), others take it up cold
+/// again and again (a resume writes its settings back too), one renames it over and over,
+/// reading the name back each time. Every write is kept: no rename is undone by settings
+/// written from an older copy of the thread, and every turn is stored.
+#[test]
+fn concurrent_writes_to_one_thread_are_all_kept() {
+    const RENAMES: usize = 150;
+    let dir = state_dir("lost-write");
+    let scenario = json!({"turns": []});
+    let mut a = Client::spawn(&dir, scenario.clone());
+    a.init();
+    let tid = a.thread();
+    // A first turn writes the thread's rollout: another process can find it from then on.
+    a.request("turn/start", json!({"threadId": tid, "input": []}));
+    a.until("turn/completed", &accept);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let renamer = {
+        let (dir, tid, done) = (dir.clone(), tid.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut b = Client::spawn(&dir, scenario);
+            b.init();
+            let mut undone = Vec::new();
+            for i in 0..RENAMES {
+                let name = format!("name {i}");
+                b.request("thread/name/set", json!({"threadId": tid, "name": name}));
+                let r = b.request("thread/read", json!({"threadId": tid}));
+                let now = r["result"]["thread"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                if now != name {
+                    undone.push(format!("{name} read back as {now:?}"));
+                }
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            b.close();
+            undone
+        })
+    };
+    let resumer = {
+        let (dir, tid, done) = (dir.clone(), tid.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut c = Client::spawn(&dir, json!({"turns": []}));
+                c.init();
+                let r = c.request(
+                    "thread/resume",
+                    json!({"threadId": tid, "excludeTurns": true}),
+                );
+                assert!(r.get("result").is_some(), "{r}");
+                c.close();
+            }
+        })
+    };
+    let mut turns = 1;
+    let efforts = ["low", "high"];
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        a.request(
+            "turn/start",
+            json!({"threadId": tid, "input": [], "effort": efforts[turns % 2]}),
+        );
+        a.until("turn/completed", &accept);
+        turns += 1;
+    }
+    let undone = renamer.join().unwrap();
+    resumer.join().unwrap();
+    a.close();
+    let store: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("threads.json")).unwrap()).unwrap();
+    let thread = &store["threads"][&tid];
+    assert!(
+        undone.is_empty(),
+        "renames lost to stale writes: {undone:?}"
+    );
+    assert_eq!(thread["name"], format!("name {}", RENAMES - 1));
+    assert_eq!(thread["turns"].as_array().unwrap().len(), turns);
+}

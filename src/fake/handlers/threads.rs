@@ -99,43 +99,54 @@ impl H<'_> {
         // A thread taken up by this process gets its settings back, with the params' over them
         // (and keeps those); one already loaded here ignores the params (checked on 0.171.0).
         if newly && info["sandbox"].is_object() {
-            // Loaded afresh: no error of an earlier process's turn shows.
-            if let Some(t) = info.as_object_mut() {
-                t.remove("systemError");
-            }
-            match settings::for_start(
-                &self.fake.config,
-                &self.fake.catalog,
-                &self.fake.cwd,
-                &resumed_params(&info, params, &self.fake.cwd),
-            ) {
-                Ok(mut r) => {
-                    // Its settings warn as a start's do (a configured tier the model does not
-                    // offer; seen on 0.163.0, 0.169.0 and 0.171.0).
-                    warnings = std::mem::take(&mut r.warnings);
-                    if let Some(setting) = kept_sandbox(&info, params) {
-                        r.sandbox = info["sandbox"].clone();
-                        r.profile = info["permissionProfile"].clone();
-                        r.setting = setting;
+            // One transaction: the settings go back onto the thread as it is now (another
+            // process may have changed it since it was looked up).
+            let resumed = self.fake.store.update(|d| {
+                let mut info = d["threads"][&thread_id].clone();
+                // Loaded afresh: no error of an earlier process's turn shows.
+                if let Some(t) = info.as_object_mut() {
+                    t.remove("systemError");
+                }
+                let mut r = settings::for_start(
+                    &self.fake.config,
+                    &self.fake.catalog,
+                    &self.fake.cwd,
+                    &resumed_params(&info, params, &self.fake.cwd),
+                )?;
+                // Its settings warn as a start's do (a configured tier the model does not
+                // offer; seen on 0.163.0, 0.169.0 and 0.171.0).
+                let warnings = std::mem::take(&mut r.warnings);
+                if let Some(setting) = kept_sandbox(&info, params) {
+                    r.sandbox = info["sandbox"].clone();
+                    r.profile = info["permissionProfile"].clone();
+                    r.setting = setting;
+                }
+                r.store(&mut info);
+                if self.fake.turn_facts.service_tier_not_resumed {
+                    if let Some(t) = info.as_object_mut() {
+                        t.remove("serviceTier");
                     }
-                    r.store(&mut info);
-                    let kept = info.clone();
-                    self.fake.store.update(|d| d["threads"][&thread_id] = kept);
+                }
+                d["threads"][&thread_id] = info.clone();
+                Ok::<_, String>((info, warnings))
+            });
+            match resumed {
+                Ok((now, w)) => {
+                    info = now;
+                    warnings = w;
                 }
                 Err(e) => {
                     lock(&self.fake.loaded).remove(&thread_id);
                     return Err(e);
                 }
             }
-        }
-        if newly && self.fake.turn_facts.service_tier_not_resumed {
-            if let Some(t) = info.as_object_mut() {
-                t.remove("serviceTier");
-            }
-            self.fake.store.update(|d| {
-                if let Some(t) = d["threads"][&thread_id].as_object_mut() {
-                    t.remove("serviceTier");
+        } else if newly && self.fake.turn_facts.service_tier_not_resumed {
+            info = self.fake.store.update(|d| {
+                let t = &mut d["threads"][&thread_id];
+                if let Some(o) = t.as_object_mut() {
+                    o.remove("serviceTier");
                 }
+                t.clone()
             });
         }
         if newly {
@@ -335,24 +346,29 @@ impl H<'_> {
     /// `thread/readState/update`: marks the thread read (no unread position) or unread (from
     /// its start), guarded by the revision the client saw.
     pub(super) fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
-        let current = read_state(&thread_id, &info);
-        if current["revision"] != params["expectedRevision"] {
-            self.send(json!({"error": {"code": -32600,
-                "data": {"reason": "readStateConflict", "readState": current},
-                "message": "read state changed"}, "id": id}));
-            return Ok(());
-        }
+        let (thread_id, _) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         let first = match params["operation"]["type"].as_str() {
             Some("unread") => json!({"type": "threadStart"}),
             _ => Value::Null,
         };
         let revision = uuid::Uuid::new_v4().to_string();
-        self.fake.store.update(|d| {
+        // One transaction: the revision checked is the one replaced.
+        let conflict = self.fake.store.update(|d| {
             let t = &mut d["threads"][&thread_id];
+            let current = read_state(&thread_id, t);
+            if current["revision"] != params["expectedRevision"] {
+                return Some(current);
+            }
             t["firstUnread"] = first.clone();
             t["readRevision"] = json!(revision);
+            None
         });
+        if let Some(current) = conflict {
+            self.send(json!({"error": {"code": -32600,
+                "data": {"reason": "readStateConflict", "readState": current},
+                "message": "read state changed"}, "id": id}));
+            return Ok(());
+        }
         let state = json!({"firstUnread": first, "revision": revision});
         self.notify(
             "thread/readState/changed",

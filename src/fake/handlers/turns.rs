@@ -16,7 +16,6 @@ impl H<'_> {
     pub(super) fn apply_turn_settings(
         &self,
         thread_id: &str,
-        info: &Value,
         params: &Value,
     ) -> Result<Value, String> {
         let facts = &self.fake.turn_facts;
@@ -24,8 +23,6 @@ impl H<'_> {
             plan: facts.plan_mode_instructions.as_deref(),
             default: facts.default_mode_instructions.as_deref(),
         };
-        let next = settings::for_turn(&self.fake.config, &self.fake.cwd, info, params, &texts)?;
-        let settings = self.thread_settings(&next);
         // Changed as this version shows them: a field its notification lacks changes nothing
         // (0.163.0 says nothing when only a turn's `environments` moves).
         let shown = |s: &Value| {
@@ -36,10 +33,17 @@ impl H<'_> {
             }
             m
         };
-        let changed = shown(&settings) != shown(&self.thread_settings(info));
-        self.fake
-            .store
-            .update(|d| d["threads"][thread_id] = next.clone());
+        // One transaction: the settings are applied to the thread as it is now (another
+        // connection or process may have changed it since the request began).
+        let (next, settings, changed) = self.fake.store.update(|d| {
+            let info = d["threads"][thread_id].clone();
+            let next =
+                settings::for_turn(&self.fake.config, &self.fake.cwd, &info, params, &texts)?;
+            let settings = self.thread_settings(&next);
+            let changed = shown(&settings) != shown(&self.thread_settings(&info));
+            d["threads"][thread_id] = next.clone();
+            Ok::<_, String>((next, settings, changed))
+        })?;
         if changed {
             self.notify(
                 "thread/settings/updated",
@@ -50,27 +54,28 @@ impl H<'_> {
     }
 
     pub(super) fn goal_set(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, info) = self.fake.loaded_with_goals(params)?;
+        let (thread_id, _) = self.fake.loaded_with_goals(params)?;
         let now = now_secs();
-        let mut goal = info["goal"].clone();
-        let fresh = !goal.is_object() || params["objective"].is_string();
-        if fresh {
-            goal = turn::new_goal(&thread_id, "");
-        }
-        if let Some(o) = params["objective"].as_str() {
-            goal["objective"] = json!(o);
-        }
-        if params["status"].is_string() {
-            goal["status"] = params["status"].clone();
-        }
-        if !params["tokenBudget"].is_null() {
-            goal["tokenBudget"] = params["tokenBudget"].clone();
-        }
-        goal["updatedAt"] = json!(now);
-        let g = goal.clone();
-        self.fake
-            .store
-            .update(|d| d["threads"][&thread_id]["goal"] = g.clone());
+        // One transaction: the goal as it is now (a running turn charges it tokens).
+        let goal = self.fake.store.update(|d| {
+            let mut goal = d["threads"][&thread_id]["goal"].clone();
+            let fresh = !goal.is_object() || params["objective"].is_string();
+            if fresh {
+                goal = turn::new_goal(&thread_id, "");
+            }
+            if let Some(o) = params["objective"].as_str() {
+                goal["objective"] = json!(o);
+            }
+            if params["status"].is_string() {
+                goal["status"] = params["status"].clone();
+            }
+            if !params["tokenBudget"].is_null() {
+                goal["tokenBudget"] = params["tokenBudget"].clone();
+            }
+            goal["updatedAt"] = json!(now);
+            d["threads"][&thread_id]["goal"] = goal.clone();
+            goal
+        });
         self.result(id, json!({"goal": goal}));
         self.notify(
             "thread/goal/updated",
@@ -112,13 +117,13 @@ impl H<'_> {
     }
 
     pub(super) fn turn_start(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, info) = self.fake.loaded_thread(params)?;
+        let (thread_id, _) = self.fake.loaded_thread(params)?;
         check_input(&params["input"])?;
         let nonempty = params["input"].as_array().is_some_and(|a| !a.is_empty());
         if !params["toolOutput"].is_null() && nonempty {
             return Err("`toolOutput` cannot be combined with nonempty `input`".into());
         }
-        let info = self.apply_turn_settings(&thread_id, &info, params)?;
+        let info = self.apply_turn_settings(&thread_id, params)?;
         // Every turn on a model without metadata says so, before the turn's result.
         let model = self.model_of(&info);
         if let Some(message) = self.fake.catalog.unknown_model_warning(&model) {
