@@ -4,6 +4,7 @@
 //! `session.rs` (`initialize`, session starts), `threads.rs` (`thread/*`), `turns.rs` (`turn/*`,
 //! goals, compaction).
 
+mod params;
 mod session;
 mod threads;
 mod turns;
@@ -23,7 +24,71 @@ pub fn dispatch(conn: &Arc<Conn>, id: &Value, method: &str, params: &Value) {
     H { c: conn }.dispatch(id, method, params)
 }
 
+/// A handler: `(connection, id, params)`.
+type Handler = fn(&H, &Value, &Value) -> Result<(), String>;
+
+/// The methods the fake answers by rule, and their handlers (`params.rs` decides each of
+/// their params fields).
+const RULES: &[(&str, Handler)] = &[
+    ("initialize", |h, id, p| h.initialize(id, p)),
+    ("thread/start", |h, id, p| h.thread_start(id, p)),
+    ("thread/resume", |h, id, p| h.thread_resume(id, p)),
+    ("thread/fork", |h, id, p| h.thread_fork(id, p)),
+    ("thread/read", |h, id, p| h.thread_read(id, p)),
+    ("thread/turns/list", |h, id, p| h.turns_list(id, p)),
+    ("thread/readState/update", |h, id, p| {
+        h.read_state_update(id, p)
+    }),
+    ("thread/loaded/list", |h, id, _| h.loaded_list(id)),
+    ("thread/unsubscribe", |h, id, p| h.unsubscribe(id, p)),
+    ("thread/delete", |h, id, p| h.thread_delete(id, p)),
+    ("thread/items/list", |h, id, p| h.items_list(id, p)),
+    ("thread/list", |h, id, p| h.thread_list(id, p)),
+    ("thread/archive", |h, id, p| h.thread_archive(id, p, true)),
+    ("thread/unarchive", |h, id, p| {
+        h.thread_archive(id, p, false)
+    }),
+    ("thread/name/set", |h, id, p| h.thread_name_set(id, p)),
+    ("thread/goal/set", |h, id, p| h.goal_set(id, p)),
+    ("thread/goal/get", |h, id, p| h.goal_get(id, p)),
+    ("thread/goal/clear", |h, id, p| h.goal_clear(id, p)),
+    ("turn/start", |h, id, p| h.turn_start(id, p)),
+    ("turn/interrupt", |h, id, p| h.turn_interrupt(id, p)),
+    ("turn/steer", |h, id, p| h.turn_steer(id, p)),
+    ("thread/compact/start", |h, id, p| h.compact_start(id, p)),
+];
+
+/// The names of [`RULES`].
+#[cfg(test)]
+const RULED: [&str; RULES.len()] = {
+    let mut out = [""; RULES.len()];
+    let mut i = 0;
+    while i < RULES.len() {
+        out[i] = RULES[i].0;
+        i += 1;
+    }
+    out
+};
+
 impl H<'_> {
+    /// Tells the transcript, once per process and field, that a client relies on a params field
+    /// the fake answers as if absent (`params.rs`): `{"event": "unmodeled", "method", "field",
+    /// "why"}`.
+    fn note_unmodeled(&self, method: &str, params: &Value) {
+        static NOTED: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashSet<(String, &'static str)>>,
+        > = std::sync::OnceLock::new();
+        for (field, why) in params::unmodeled(method, params) {
+            let new = super::state::lock(NOTED.get_or_init(Default::default))
+                .insert((method.to_string(), field));
+            if new {
+                self.fake
+                    .record(json!({"event": "unmodeled", "method": method,
+                                        "field": field, "why": why}));
+            }
+        }
+    }
+
     pub(super) fn dispatch(&self, id: &Value, method: &str, params: &Value) {
         // A scripted answer in scenario.json wins over everything but initialize.
         if method != "initialize" {
@@ -44,30 +109,12 @@ impl H<'_> {
                 return;
             }
         }
-        let r = match method {
-            "initialize" => self.initialize(id, params),
-            "thread/start" => self.thread_start(id, params),
-            "thread/resume" => self.thread_resume(id, params),
-            "thread/fork" => self.thread_fork(id, params),
-            "thread/read" => self.thread_read(id, params),
-            "thread/turns/list" => self.turns_list(id, params),
-            "thread/readState/update" => self.read_state_update(id, params),
-            "thread/loaded/list" => self.loaded_list(id),
-            "thread/unsubscribe" => self.unsubscribe(id, params),
-            "thread/delete" => self.thread_delete(id, params),
-            "thread/items/list" => self.items_list(id, params),
-            "thread/list" => self.thread_list(id, params),
-            "thread/archive" => self.thread_archive(id, params, true),
-            "thread/unarchive" => self.thread_archive(id, params, false),
-            "thread/name/set" => self.thread_name_set(id, params),
-            "thread/goal/set" => self.goal_set(id, params),
-            "thread/goal/get" => self.goal_get(id, params),
-            "thread/goal/clear" => self.goal_clear(id, params),
-            "turn/start" => self.turn_start(id, params),
-            "turn/interrupt" => self.turn_interrupt(id, params),
-            "turn/steer" => self.turn_steer(id, params),
-            "thread/compact/start" => self.compact_start(id, params),
-            _ => {
+        let r = match RULES.iter().find(|(m, _)| *m == method) {
+            Some((_, handler)) => {
+                self.note_unmodeled(method, params);
+                handler(self, id, params)
+            }
+            None => {
                 self.result(id, defaults::result_for(self.fake.protocol, method));
                 Ok(())
             }

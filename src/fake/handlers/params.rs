@@ -1,0 +1,427 @@
+//! What the fake does with every params field of the methods it implements by rule, decided
+//! field by field. A test holds this table to every supported version's schema bundle: a field
+//! a new codex release adds to one of these methods fails it (`undecided`) until the fake
+//! decides what it does with it — reads it (`Read`: a rule acts on it) or, knowingly, answers as
+//! if it were absent (`Unmodeled`, with the reason).
+
+use serde_json::Value;
+
+/// The fake's decision on one params field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// A rule of the fake acts on it.
+    Read,
+    /// Answered as if absent; why.
+    Unmodeled(&'static str),
+}
+
+use Field::{Read, Unmodeled};
+
+const NO_MODEL_EFFECT: &str = "shapes the model's prompt or request only: nothing the scripted \
+                               model or the client sees";
+const MULTI_AGENT: &str = "sub-agents are not modeled: threads show `explicitRequestOnly`";
+const NOT_MODELED_LIST: &str = "a list filter the fake does not apply (its threads are listed \
+                                unfiltered by it)";
+
+/// Per method the fake implements by rule (`handlers::dispatch`), each params field of any
+/// supported version.
+pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
+    (
+        "initialize",
+        &[("capabilities", Read), ("clientInfo", Read)],
+    ),
+    (
+        "thread/start",
+        &[
+            (
+                "allowProviderModelFallback",
+                Unmodeled("the scripted provider has no static catalog"),
+            ),
+            ("approvalPolicy", Read),
+            ("approvalsReviewer", Read),
+            ("baseInstructions", Unmodeled(NO_MODEL_EFFECT)),
+            ("config", Read),
+            ("cwd", Read),
+            ("daybreakEnabled", Read),
+            ("developerInstructions", Read),
+            ("dynamicTools", Read),
+            ("environments", Read),
+            ("ephemeral", Read),
+            (
+                "experimentalRawEvents",
+                Unmodeled("streams codex's own prompt: internal to Codex Cloud"),
+            ),
+            ("historyMode", Read),
+            (
+                "mockExperimentalField",
+                Unmodeled("a test field of codex's: no effect"),
+            ),
+            ("model", Read),
+            ("modelProvider", Read),
+            ("multiAgentMode", Unmodeled(MULTI_AGENT)),
+            ("permissions", Read),
+            ("personality", Read),
+            ("projectId", Read),
+            ("runtimeWorkspaceRoots", Read),
+            ("sandbox", Read),
+            (
+                "selectedCapabilityRoots",
+                Unmodeled("plugin and skill roots: none in the fake"),
+            ),
+            ("serviceName", Unmodeled(NO_MODEL_EFFECT)),
+            ("serviceTier", Read),
+            ("sessionStartSource", Unmodeled("analytics only")),
+            ("threadSource", Read),
+        ],
+    ),
+    (
+        "thread/resume",
+        &[
+            ("approvalPolicy", Read),
+            ("approvalsReviewer", Read),
+            ("baseInstructions", Unmodeled(NO_MODEL_EFFECT)),
+            ("config", Read),
+            ("cwd", Read),
+            (
+                "developerInstructions",
+                Unmodeled("a resumed thread keeps its own"),
+            ),
+            ("excludeTurns", Read),
+            ("history", Read),
+            ("initialTurnsPage", Read),
+            ("model", Read),
+            ("modelProvider", Read),
+            ("path", Read),
+            ("permissions", Read),
+            ("personality", Unmodeled("a resumed thread keeps its own")),
+            ("runtimeWorkspaceRoots", Read),
+            ("sandbox", Read),
+            ("serviceTier", Read),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/fork",
+        &[
+            ("approvalPolicy", Read),
+            ("approvalsReviewer", Read),
+            (
+                "attachToSource",
+                Unmodeled("attached forks are not modeled: a plain fork"),
+            ),
+            ("baseInstructions", Unmodeled(NO_MODEL_EFFECT)),
+            (
+                "beforeTurnId",
+                Unmodeled("forks keep every turn of their source"),
+            ),
+            ("config", Read),
+            ("cwd", Read),
+            ("deferGoalContinuation", Unmodeled("forks keep no goal")),
+            ("developerInstructions", Read),
+            ("ephemeral", Read),
+            ("excludeTurns", Read),
+            (
+                "experimentalDisablePredictionMcp",
+                Unmodeled("prediction is not modeled"),
+            ),
+            (
+                "experimentalPredictionMode",
+                Unmodeled("prediction is not modeled"),
+            ),
+            (
+                "lastTurnId",
+                Unmodeled("forks keep every turn of their source"),
+            ),
+            ("model", Read),
+            ("modelProvider", Read),
+            ("path", Unmodeled("a fork is found by its threadId")),
+            ("permissions", Read),
+            ("runtimeWorkspaceRoots", Read),
+            ("sandbox", Read),
+            ("serviceTier", Read),
+            ("threadId", Read),
+            ("threadSource", Read),
+        ],
+    ),
+    ("thread/read", &[("includeTurns", Read), ("threadId", Read)]),
+    (
+        "thread/turns/list",
+        &[
+            ("cursor", Read),
+            ("itemsView", Read),
+            ("limit", Read),
+            ("sortDirection", Read),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/readState/update",
+        &[
+            ("expectedRevision", Read),
+            ("operation", Read),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/loaded/list",
+        &[
+            ("cursor", Unmodeled("the loaded threads come in one page")),
+            ("limit", Unmodeled("the loaded threads come in one page")),
+        ],
+    ),
+    ("thread/unsubscribe", &[("threadId", Read)]),
+    ("thread/delete", &[("threadId", Read)]),
+    (
+        "thread/items/list",
+        &[
+            ("cursor", Read),
+            ("deferOutput", Unmodeled("items carry their output")),
+            ("limit", Read),
+            ("sortDirection", Read),
+            ("threadId", Read),
+            ("turnId", Read),
+        ],
+    ),
+    (
+        "thread/list",
+        &[
+            ("ancestorThreadId", Unmodeled(NOT_MODELED_LIST)),
+            ("archived", Read),
+            ("attachedToThreadId", Unmodeled(NOT_MODELED_LIST)),
+            ("currentAccountOnly", Unmodeled(NOT_MODELED_LIST)),
+            (
+                "cursor",
+                Unmodeled("one page: the cursors are given, not followed"),
+            ),
+            ("cwd", Unmodeled(NOT_MODELED_LIST)),
+            ("excludedThreadIds", Unmodeled(NOT_MODELED_LIST)),
+            ("includeAttachedThreads", Unmodeled(NOT_MODELED_LIST)),
+            ("includedThreadIds", Unmodeled(NOT_MODELED_LIST)),
+            ("limit", Read),
+            ("modelProviders", Unmodeled(NOT_MODELED_LIST)),
+            ("originators", Unmodeled(NOT_MODELED_LIST)),
+            ("parentThreadId", Unmodeled(NOT_MODELED_LIST)),
+            ("projectId", Unmodeled(NOT_MODELED_LIST)),
+            ("searchTerm", Unmodeled(NOT_MODELED_LIST)),
+            ("sectionId", Unmodeled(NOT_MODELED_LIST)),
+            ("sortDirection", Unmodeled("newest first only")),
+            ("sortKey", Unmodeled("by update time only")),
+            ("sourceKinds", Unmodeled(NOT_MODELED_LIST)),
+            ("useStateDbOnly", Unmodeled("one store")),
+        ],
+    ),
+    ("thread/archive", &[("threadId", Read)]),
+    ("thread/unarchive", &[("threadId", Read)]),
+    ("thread/name/set", &[("name", Read), ("threadId", Read)]),
+    (
+        "thread/goal/set",
+        &[
+            ("objective", Read),
+            ("origin", Unmodeled("analytics only")),
+            ("status", Read),
+            ("threadId", Read),
+            ("tokenBudget", Read),
+        ],
+    ),
+    ("thread/goal/get", &[("threadId", Read)]),
+    (
+        "thread/goal/clear",
+        &[("origin", Unmodeled("analytics only")), ("threadId", Read)],
+    ),
+    (
+        "turn/start",
+        &[
+            ("additionalContext", Unmodeled(NO_MODEL_EFFECT)),
+            ("approvalPolicy", Read),
+            ("approvalsReviewer", Read),
+            ("clientUserMessageId", Read),
+            ("collaborationMode", Read),
+            ("cwd", Read),
+            ("cyberAccessProgram", Unmodeled(NO_MODEL_EFFECT)),
+            ("disabledPluginIds", Read),
+            ("effort", Read),
+            ("environments", Read),
+            ("input", Read),
+            ("model", Read),
+            ("multiAgentMode", Unmodeled(MULTI_AGENT)),
+            ("outputSchema", Unmodeled(NO_MODEL_EFFECT)),
+            ("parentTurnId", Unmodeled("sub-agent turns are not modeled")),
+            ("permissions", Read),
+            ("personality", Read),
+            ("responsesapiClientMetadata", Unmodeled(NO_MODEL_EFFECT)),
+            (
+                "responsesapiClientMetadataPatch",
+                Unmodeled(NO_MODEL_EFFECT),
+            ),
+            ("rootTurnId", Read),
+            ("runtimeWorkspaceRoots", Read),
+            ("sandboxPolicy", Read),
+            ("serviceTier", Read),
+            ("serviceTierForTurn", Unmodeled(NO_MODEL_EFFECT)),
+            ("summary", Read),
+            ("threadId", Read),
+            ("toolOutput", Read),
+            ("turnTrigger", Unmodeled("analytics only")),
+        ],
+    ),
+    ("turn/interrupt", &[("threadId", Read), ("turnId", Read)]),
+    (
+        "turn/steer",
+        &[
+            ("additionalContext", Unmodeled(NO_MODEL_EFFECT)),
+            ("clientUserMessageId", Read),
+            ("expectedTurnId", Read),
+            ("input", Read),
+            ("responsesapiClientMetadata", Unmodeled(NO_MODEL_EFFECT)),
+            (
+                "responsesapiClientMetadataPatch",
+                Unmodeled(NO_MODEL_EFFECT),
+            ),
+            ("threadId", Read),
+        ],
+    ),
+    ("thread/compact/start", &[("threadId", Read)]),
+];
+
+/// The fields of `params` the fake answers as if absent (given, not null), with why: what a
+/// client relies on that the fake does not model.
+pub fn unmodeled(method: &str, params: &Value) -> Vec<(&'static str, &'static str)> {
+    let Some((_, fields)) = PARAMS.iter().find(|(m, _)| *m == method) else {
+        return Vec::new();
+    };
+    let Some(given) = params.as_object() else {
+        return Vec::new();
+    };
+    fields
+        .iter()
+        .filter(|(name, _)| given.get(*name).is_some_and(|v| !v.is_null()))
+        .filter_map(|(name, f)| match f {
+            Unmodeled(why) => Some((*name, *why)),
+            Read => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The params fields a schema bundle gives `method` (its params type's properties, through
+    /// `$ref` and `allOf`/`anyOf`/`oneOf`), or None when the bundle has no such request.
+    fn schema_fields(bundle: &Value, method: &str) -> Option<BTreeSet<String>> {
+        let requests = bundle
+            .pointer("/definitions/ClientRequest/oneOf")?
+            .as_array()?;
+        let request = requests.iter().find(|r| {
+            r.pointer("/properties/method/enum/0")
+                .and_then(Value::as_str)
+                == Some(method)
+        })?;
+        let mut out = BTreeSet::new();
+        if let Some(p) = request.pointer("/properties/params") {
+            properties(bundle, p, &mut out, 0);
+        }
+        Some(out)
+    }
+
+    fn properties(bundle: &Value, node: &Value, out: &mut BTreeSet<String>, depth: usize) {
+        if depth > 16 {
+            return;
+        }
+        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+            if let Some(target) = bundle.pointer(r.trim_start_matches('#')) {
+                properties(bundle, target, out, depth + 1);
+            }
+            return;
+        }
+        if let Some(props) = node.get("properties").and_then(Value::as_object) {
+            out.extend(props.keys().cloned());
+        }
+        for k in ["allOf", "anyOf", "oneOf"] {
+            for n in node.get(k).and_then(Value::as_array).into_iter().flatten() {
+                properties(bundle, n, out, depth + 1);
+            }
+        }
+    }
+
+    /// The fields of the table's methods that `bundle` has and the table does not decide.
+    fn undecided(bundle: &Value, table: &[(&str, &[(&str, Field)])]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (method, fields) in table {
+            for f in schema_fields(bundle, method).unwrap_or_default() {
+                if !fields.iter().any(|(name, _)| *name == f) {
+                    out.push(format!("{method}: params field `{f}` is not decided"));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_field_answered_as_absent_is_named_with_why() {
+        let params = serde_json::json!({"threadId": "t", "input": [], "outputSchema": {},
+                                        "turnTrigger": null});
+        assert_eq!(
+            unmodeled("turn/start", &params),
+            [("outputSchema", NO_MODEL_EFFECT)]
+        );
+        assert!(unmodeled("model/list", &params).is_empty());
+    }
+
+    fn bundle(p: &crate::Protocol) -> Value {
+        serde_json::from_str(p.bundle).expect("bundle")
+    }
+
+    /// Every params field of every method the fake implements, in every supported version, is
+    /// decided; every decided field is one of some version's.
+    #[test]
+    fn every_params_field_of_an_implemented_method_is_decided() {
+        let mut problems = Vec::new();
+        let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+        for p in crate::versions() {
+            let b = bundle(p);
+            for u in undecided(&b, PARAMS) {
+                problems.push(format!("{}: {u}", p.version));
+            }
+            for (m, _) in PARAMS {
+                let fields =
+                    schema_fields(&b, m).unwrap_or_else(|| panic!("{}: no request {m}", p.version));
+                seen.extend(fields.into_iter().map(|f| (m.to_string(), f)));
+            }
+        }
+        for (m, fields) in PARAMS {
+            for (f, _) in *fields {
+                if !seen.contains(&(m.to_string(), f.to_string())) {
+                    problems.push(format!("{m}: `{f}` is in no version's schema"));
+                }
+            }
+        }
+        // The table names exactly the methods the fake implements by rule.
+        let mut methods: Vec<&str> = PARAMS.iter().map(|(m, _)| *m).collect();
+        methods.sort();
+        let mut handled = super::super::RULED.to_vec();
+        handled.sort();
+        assert_eq!(methods, handled, "PARAMS against handlers::RULED");
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    /// A field a new release adds (here to a copy of the newest bundle: a test fixture) is
+    /// undecided until the table decides it.
+    #[test]
+    fn a_new_params_field_is_undecided() {
+        let mut b = bundle(crate::newest());
+        let props = b
+            .pointer_mut("/definitions/v2/ThreadStartParams/properties")
+            .and_then(Value::as_object_mut)
+            .expect("ThreadStartParams' properties");
+        props.insert(
+            "brandNewField".into(),
+            serde_json::json!({"type": "boolean"}),
+        );
+        assert_eq!(
+            undecided(&b, PARAMS),
+            ["thread/start: params field `brandNewField` is not decided"]
+        );
+    }
+}
