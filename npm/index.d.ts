@@ -58,7 +58,7 @@ export class CodexFake {
   grandchildPids(): number[];
   threads(): Record<string, unknown>;
   wireProblems(options?: { allow?: string | string[] }): string[];
-  /** Throws a WireError naming each refused line and each dropped field's path (`allow`: globs). */
+  /** Throws a WireError naming each refused line and each dropped field's path (`allow`: globs as `codex-wire validate --allow-ignored` reads them: `*` within one path segment, `**` anything). */
   assertWireClean(options?: { allow?: string | string[] }): void;
   cleanup(): Promise<void>;
 }

@@ -5,14 +5,12 @@
 // package's FakeCodex (python/codex_wire/fake.py); the step builders come from
 // clients/steps.json, as the Python ones are checked against it.
 
-const { execFileSync } = require("node:child_process");
+const { execFileSync, spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const { binary } = require("./binary.js");
 const steps = require("./steps.js");
-
-const GRANDCHILD_RELEASE = "release-grandchildren";
 
 
 /** The client sent what the real server refuses or silently drops. */
@@ -26,31 +24,6 @@ class WireError extends Error {
 /** The codex versions the binary speaks, oldest first (the last is the default). */
 function codexVersions() {
   return execFileSync(binary(), ["versions"], { encoding: "utf8" }).split(/\s+/).filter(Boolean);
-}
-
-function shQuote(s) {
-  return `'${String(s).replace(/'/g, `'\\''`)}'`;
-}
-
-// fnmatch's glob (`*`, `?`, `[...]`) as a RegExp, for the allowed ignored paths.
-function globRegExp(glob) {
-  let re = "";
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i];
-    if (c === "*") re += ".*";
-    else if (c === "?") re += ".";
-    else if (c === "[") {
-      const end = glob.indexOf("]", i + 2);
-      if (end < 0) re += "\\[";
-      else {
-        let set = glob.slice(i + 1, end).replace(/\\/g, "\\\\");
-        if (set[0] === "!") set = "^" + set.slice(1);
-        re += `[${set}]`;
-        i = end;
-      }
-    } else re += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-  }
-  return new RegExp(`^${re}$`, "s");
 }
 
 function pidAlive(pid) {
@@ -103,29 +76,18 @@ class CodexFake {
   constructor(root, { turns = [], real, version, ...scenario } = {}) {
     const checked = steps.checkTurns(turns);
     this.root = root;
-    this.stateDir = path.join(root, "fake_codex");
-    fs.mkdirSync(this.stateDir, { recursive: true });
+    // The install (state dir, CODEX_HOME and its config.toml, the `codex` wrapper) is the
+    // binary's: one implementation for every helper.
+    const args = ["install", root];
+    if (real) args.push("--real", real);
+    if (version) args.push("--codex-version", version);
+    const made = JSON.parse(execFileSync(binary(), args, { encoding: "utf8" }));
+    this.stateDir = made.state_dir;
+    this.bin = made.bin;
+    this.codexHome = made.codex_home;
+    this.grandchildRelease = made.grandchild_release;
     fs.writeFileSync(path.join(this.stateDir, "scenario.json"), JSON.stringify({ turns: checked, ...scenario }));
-    this.bin = path.join(root, "bin", "codex");
-    fs.mkdirSync(path.dirname(this.bin), { recursive: true });
-    this.codexHome = path.join(this.stateDir, "codex-home");
-    fs.mkdirSync(this.codexHome, { recursive: true });
-    // What both servers read (the scripted provider, on-request approvals in a writable
-    // workspace): the binary's own text, one source for every helper.
-    fs.writeFileSync(path.join(this.codexHome, "config.toml"), execFileSync(binary(), ["config-toml"]));
     this.real = real || null;
-    const server = this.real
-      ? `${shQuote(binary())} scripted --state-dir ${shQuote(this.stateDir)} -- ${shQuote(this.real)}`
-      : `${shQuote(binary())} fake${version ? ` --codex-version ${shQuote(version)}` : ""} --state-dir ${shQuote(this.stateDir)}`;
-    // Only what the install sets: no credentials or settings of the machine reach either server.
-    const clean =
-      "for v in $(env | sed -n 's/^\\(CODEX[A-Za-z0-9_]*\\|OPENAI[A-Za-z0-9_]*\\)=.*/\\1/p'); " +
-      'do unset "$v"; done\n';
-    fs.writeFileSync(
-      this.bin,
-      `#!/bin/sh\n${clean}export CODEX_HOME=${shQuote(this.codexHome)}\nexec ${server} "$@"\n`,
-      { mode: 0o755 },
-    );
     this.ownsRoot = false;
   }
 
@@ -236,19 +198,17 @@ class CodexFake {
   /**
    * What the client sent that the real server refuses (violations) or silently drops (ignored
    * fields), one line each with the JSON path; `allow`: glob patterns of ignored paths the test
-   * accepts (`$.params.extra`, `*.jsonrpc`).
+   * accepts, as `codex-wire validate --allow-ignored` reads them (`*` within one path segment,
+   * `**` anything, a pattern without `$` rooted: `params.input[*].extra`, `$.jsonrpc`). Judged
+   * by the binary (`codex-wire wire-check`): a pattern means one thing in every helper.
    */
   wireProblems({ allow = [] } = {}) {
-    const patterns = [].concat(allow).map(globRegExp);
-    const out = [];
-    for (const e of this.violations()) {
-      const what = (e.msg && e.msg.method) || e.reply_to || e.event || "line";
-      out.push(`violation in ${what}: ${e.violation}`);
-    }
-    for (const { method, path: p } of this.ignoredFields()) {
-      if (!patterns.some((re) => re.test(p))) out.push(`ignored by the real server: ${p} (in ${method})`);
-    }
-    return out;
+    const args = ["wire-check", path.join(this.stateDir, "transcript.jsonl")];
+    for (const pattern of [].concat(allow)) args.push("--allow-ignored", pattern);
+    const out = spawnSync(binary(), args, { encoding: "utf8" });
+    if (out.status !== 0 && out.status !== 1)
+      throw new Error(`codex-wire wire-check failed: ${(out.stderr || out.error || "").toString().trim()}`);
+    return out.stdout.split("\n").filter(Boolean);
   }
 
   /** Throws a WireError naming each path unless every line the client sent is valid and carries
@@ -261,7 +221,7 @@ class CodexFake {
 
   /** Releases and kills what the install started, then removes a directory it made itself. */
   async cleanup() {
-    fs.writeFileSync(path.join(this.stateDir, GRANDCHILD_RELEASE), "");
+    fs.writeFileSync(path.join(this.stateDir, this.grandchildRelease), "");
     const deadline = Date.now() + 10000;
     while (Date.now() < deadline && this.grandchildPids().some(pidAlive)) await sleep(50);
     const pids = [...this.spawnedPids(), ...this.grandchildPids()];

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod fake;
 pub mod fuzz;
 pub mod harness;
+pub mod install;
 pub mod model;
 pub mod proxy;
 pub mod record;

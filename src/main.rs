@@ -33,6 +33,11 @@ enum Cmd {
     Record(codex_wire::record::Cli),
     /// Replay a recording on the fake or the real server and compare it with the recording
     Replay(codex_wire::replay::Cli),
+    /// Create a test install (state dir, CODEX_HOME, a `codex` wrapper): what the Python and
+    /// Node helpers run
+    Install(codex_wire::install::Cli),
+    /// What a transcript shows the client sent that the real server refuses or drops
+    WireCheck(codex_wire::install::WireCli),
     /// The codex versions this build speaks, oldest first (the last is the default)
     Versions,
     /// The config.toml a test install (the Python and Node helpers) puts in CODEX_HOME: the
@@ -64,6 +69,8 @@ fn main() -> ExitCode {
         Cmd::Scripted(c) => codex_wire::scripted::main(c),
         Cmd::Record(c) => codex_wire::record::main(c),
         Cmd::Replay(c) => codex_wire::replay::main(c),
+        Cmd::Install(c) => codex_wire::install::main(c),
+        Cmd::WireCheck(c) => codex_wire::install::wire_main(c),
         Cmd::Versions => {
             for p in codex_wire::versions() {
                 println!("{}", p.version);

@@ -91,6 +91,7 @@ fn the_npm_package_installs_offline_and_its_helper_checks_a_client() {
         "fake.test.js",
         "steps.test.js",
         "dirty.test.js",
+        "install.test.js",
     ] {
         std::fs::copy(root.join("tests/npm").join(f), work.join(f)).unwrap();
     }
@@ -101,11 +102,15 @@ fn the_npm_package_installs_offline_and_its_helper_checks_a_client() {
         cmd.args(["--test", file])
             .env_remove("CODEX_WIRE_BIN")
             .env("CODEX_WIRE_STEPS_JSON", root.join("clients/steps.json"))
+            .env(
+                "CODEX_WIRE_INSTALL_CASES",
+                root.join("clients/install_cases.json"),
+            )
             .env("CODEX_WIRE_REAL_CODEX", &real)
             .current_dir(&work);
         cmd
     };
-    for file in ["steps.test.js", "fake.test.js"] {
+    for file in ["steps.test.js", "fake.test.js", "install.test.js"] {
         let text = ok(&mut node(file), file);
         assert!(text.contains("# fail 0"), "{file}:\n{text}");
         assert!(!text.contains("# pass 0"), "{file} ran no test:\n{text}");

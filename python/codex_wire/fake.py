@@ -16,7 +16,6 @@ fake mode.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import json
 import os
 import shutil
@@ -29,7 +28,6 @@ from typing import Any, Iterable, Optional
 
 from .steps import check_turns
 
-GRANDCHILD_RELEASE = "release-grandchildren"
 
 
 
@@ -76,29 +74,20 @@ class FakeCodex:
         **scenario: Any,
     ) -> None:
         turns = check_turns(turns)
-        self.state_dir = Path(root) / "fake_codex"
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        # The install (state dir, CODEX_HOME and its config.toml, the `codex` wrapper) is the
+        # binary's: one implementation for every helper.
+        args = [binary(), "install", str(root)]
+        if real:
+            args += ["--real", str(real)]
+        if version:
+            args += ["--codex-version", version]
+        made = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+        self.state_dir = Path(made["state_dir"])
+        self.bin = Path(made["bin"])
+        self.codex_home = Path(made["codex_home"])
+        self.grandchild_release = made["grandchild_release"]
         (self.state_dir / "scenario.json").write_text(json.dumps({"turns": turns, **scenario}), encoding="utf-8")
-        self.bin = Path(root) / "bin" / "codex"
-        self.bin.parent.mkdir(parents=True, exist_ok=True)
-        self.codex_home = self.state_dir / "codex-home"
-        self.codex_home.mkdir(parents=True, exist_ok=True)
-        # What both servers read (the scripted provider, on-request approvals in a writable
-        # workspace): the binary's own text, one source for every helper.
-        config = subprocess.run([binary(), "config-toml"], capture_output=True, text=True, check=True)
-        (self.codex_home / "config.toml").write_text(config.stdout, encoding="utf-8")
         self.real = real
-        if self.real:
-            server = f'"{binary()}" scripted --state-dir "{self.state_dir}" -- "{self.real}"'
-        else:
-            flag = f' --codex-version "{version}"' if version else ""
-            server = f'"{binary()}" fake{flag} --state-dir "{self.state_dir}"'
-        # Only what the install sets: no credentials or settings of the machine reach either server.
-        clean = ("for v in $(env | sed -n 's/^\\(CODEX[A-Za-z0-9_]*\\|OPENAI[A-Za-z0-9_]*\\)=.*/\\1/p'); "
-                 'do unset "$v"; done\n')
-        self.bin.write_text(f'#!/bin/sh\n{clean}export CODEX_HOME="{self.codex_home}"\n'
-                            f'exec {server} "$@"\n', encoding="utf-8")
-        self.bin.chmod(0o755)
 
     @property
     def path_dir(self) -> str:
@@ -210,16 +199,17 @@ class FakeCodex:
     def wire_problems(self, allow: Iterable[str] = ()) -> list[str]:
         """What the client sent that the real server refuses (violations) or silently drops
         (ignored fields), one line each with the JSON path; ``allow``: glob patterns of ignored
-        paths the test accepts (``$.params.extra``, ``*.jsonrpc``)."""
-        allow = list(allow)
-        out = []
-        for e in self.violations():
-            what = e.get("msg", {}).get("method") or e.get("reply_to") or e.get("event") or "line"
-            out.append(f"violation in {what}: {e['violation']}")
-        for method, path in self.ignored_fields():
-            if not any(fnmatch.fnmatchcase(path, pat) for pat in allow):
-                out.append(f"ignored by the real server: {path} (in {method})")
-        return out
+        paths the test accepts, as ``codex-wire validate --allow-ignored`` reads them (``*``
+        within one path segment, ``**`` anything, a pattern without ``$`` rooted:
+        ``params.input[*].extra``, ``$.jsonrpc``). Judged by the binary (``codex-wire
+        wire-check``): a pattern means one thing in every helper."""
+        args = [binary(), "wire-check", str(self.state_dir / "transcript.jsonl")]
+        for pattern in allow:
+            args += ["--allow-ignored", pattern]
+        out = subprocess.run(args, capture_output=True, text=True)
+        if out.returncode not in (0, 1):
+            raise RuntimeError(f"codex-wire wire-check failed: {out.stderr.strip()}")
+        return [line for line in out.stdout.splitlines() if line]
 
     def assert_wire_clean(self, allow: Iterable[str] = ()) -> None:
         """Every request/response the client sent is valid AND carries no field codex drops."""
@@ -228,7 +218,7 @@ class FakeCodex:
             raise WireError("the client sent what the real codex refuses or drops:\n  " + "\n  ".join(problems))
 
     def cleanup(self) -> None:
-        (self.state_dir / GRANDCHILD_RELEASE).touch()
+        (self.state_dir / self.grandchild_release).touch()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(pid_alive(p) for p in self.grandchild_pids()):
             time.sleep(0.05)

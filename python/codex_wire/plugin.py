@@ -4,7 +4,8 @@
   ``PATH`` or an SDK's ``codex_bin``, transcript readers.
 - After the test, the transcript is checked: a violation (a line the real server refuses) or an
   ignored field (a key it silently drops) fails the test, naming the JSON path.
-  ``@pytest.mark.codex_wire_allow("$.params.x", "*.jsonrpc")`` accepts those ignored paths;
+  ``@pytest.mark.codex_wire_allow("$.params.x", "params.input[*].extra")`` accepts those ignored
+  paths (globs as ``codex-wire validate --allow-ignored`` reads them: ``*`` within one segment);
   ``@pytest.mark.codex_wire_unchecked`` skips the check.
 - ``--codex-real PATH`` (or ``$CODEX_WIRE_REAL_CODEX``): the same tests against the real binary
   driven by the scripted model; a missing binary skips them with the reason.

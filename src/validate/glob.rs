@@ -50,4 +50,19 @@ mod tests {
         assert!(Glob::new("$.params.*").matches("$.params.temperature"));
         assert!(!Glob::new("$.params.*").matches("$.params.a.b"));
     }
+
+    /// The cases the client helpers run through the binary (`clients/install_cases.json`).
+    #[test]
+    fn the_client_helpers_cases() {
+        let cases: serde_json::Value =
+            serde_json::from_str(include_str!("../../clients/install_cases.json")).unwrap();
+        for c in cases["allow"].as_array().unwrap() {
+            let (p, path) = (c["pattern"].as_str().unwrap(), c["path"].as_str().unwrap());
+            assert_eq!(
+                Glob::new(p).matches(path),
+                c["allowed"].as_bool().unwrap(),
+                "{p} against {path}"
+            );
+        }
+    }
 }
