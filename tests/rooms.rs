@@ -347,7 +347,8 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 #[test]
 fn no_module_depends_on_a_module_that_depends_on_it() {
     let g = graph();
-    assert!(g.contains_key("fake::turn::engine") && g["fake::turn::engine"].contains("fake::rpc"));
+    // The reading sees what it should: the turn engine stands on the connection room.
+    assert!(g.contains_key("fake::turn::ctx") && g["fake::turn::ctx"].contains("fake::rpc"));
     let found = cycles(&g);
     let shown: Vec<String> = found
         .iter()

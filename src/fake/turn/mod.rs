@@ -1,23 +1,27 @@
 //! The turn engine: one scripted turn per `turn/start` (consumed across processes through the
 //! store's `turn_cursor`), played as codex plays a model's answers. Each model request gets the
 //! next scripted response rendered by the scripted model's own renderer
-//! ([`crate::model::script::reply`]) into Responses API events, and [`engine`] consumes that
-//! stream event by event as codex does (`sample`): items, deltas, tool calls, usage, the
-//! stream's end, interrupts and steers between events. A script may carry `continuations`:
-//! further server turns (a goal rolling over) reported as `turn/completed` → `turn/started`.
+//! ([`crate::model::script::reply`]) into Responses API events, and the engine consumes that
+//! stream event by event as codex does: items, deltas, tool calls, usage, the stream's end,
+//! interrupts and steers between events. A script may carry `continuations`: further server
+//! turns (a goal rolling over) reported as `turn/completed` → `turn/started`.
 //!
-//! Rooms: `mod.rs` (a turn's life: start, closing, control), `engine.rs` (the sampling loop and
-//! the stream), `tools.rs` (what each tool call
-//! does), `exec.rs` (running a command), `patch.rs` (patches and the turn diff), `plan.rs`
-//! (Plan mode's split), `rollout.rs` (rollout ordinals).
+//! Rooms, each importing only the ones listed before it: `ctl.rs` (a running turn's controls,
+//! how a turn ends), `rollout.rs` (rollout ordinals), `items.rs` (items and turns as the real
+//! server shapes them), `ctx.rs` (a turn as it plays: what it tells the client), `plan.rs` (Plan
+//! mode's split), `exec.rs` (running a command), `patch.rs` (patches and the turn diff),
+//! `tools.rs` (what each tool call does), `stream.rs` (one response's stream), `engine.rs` (the
+//! sampling loop), `mod.rs` (a turn's life: start, closing).
 
 mod ctl;
+mod ctx;
 mod engine;
 mod exec;
 mod items;
 mod patch;
 mod plan;
 mod rollout;
+mod stream;
 mod tools;
 
 use ctl::End;
@@ -29,7 +33,7 @@ use super::rpc::Conn;
 use super::state::lock;
 use super::state::{now_ms, now_secs, scenario};
 use crate::model::step::{Scenario, Script};
-use engine::Ctx;
+use ctx::Ctx;
 use rollout::Rollout;
 use serde_json::{json, Value};
 use std::sync::atomic::AtomicBool;

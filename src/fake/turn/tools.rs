@@ -3,7 +3,7 @@
 //! reviews around them; and the steps only the fake plays (crash, notifications, requests).
 
 use super::ctl::{Decision, End, Gate};
-use super::engine::{Ctx, TOOL_DISPATCH};
+use super::ctx::{Ctx, TOOL_DISPATCH};
 use super::exec::run_command;
 use super::items::agent_message;
 use super::patch::{git_diff, patch_files, PatchFile};

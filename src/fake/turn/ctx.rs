@@ -1,0 +1,569 @@
+//! A turn as it plays ([`Ctx`]): its items, its model request's usage and retries, and what it
+//! tells the client — the notifications in the real server's shapes and order, the usage and
+//! failure reports, the store written before the client hears (as codex writes its rollout).
+
+use super::ctl::{End, TurnCtl};
+use super::items::{breakdown, context_window, save_turn, turn_error, user_content};
+use super::rollout::Rollout;
+use crate::fake::provider;
+use crate::fake::rpc::Conn;
+use crate::fake::state::lock;
+use crate::fake::state::{now_ms, now_secs};
+use crate::model::events::Usage;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(super) struct Ctx<'a> {
+    pub(super) conn: &'a Arc<Conn>,
+    pub(super) ctl: &'a TurnCtl,
+    pub(super) turn_id: String,
+    /// Every item of the turn (kept in the store).
+    pub(super) items: Vec<Value>,
+    /// The completed agent messages of the turn.
+    pub(super) messages: Vec<Value>,
+    /// The model response being played (numbered across the state dir, as the scripted
+    /// model numbers them).
+    pub(super) resp: u64,
+    /// `usage` of the current response (reported when it completes).
+    pub(super) usage: Option<Usage>,
+    /// Dropped streams (and failed requests) retried so far in this turn.
+    pub(super) retries: u64,
+    /// Failed requests resent since the last turn-level attempt.
+    pub(super) resent: u64,
+    /// The turn's diff so far (reported again when the turn ends).
+    pub(super) turn_diff: Option<String>,
+    /// A patch of the turn failed: no more `turn/diff/updated` this turn.
+    pub(super) diff_stopped: bool,
+    /// The files the turn's patches wrote, by the path its diff shows: their content before the
+    /// turn (None: new) and now.
+    pub(super) turn_files: std::collections::BTreeMap<String, (Option<String>, String)>,
+    /// A model response is being streamed (its usage not yet reported).
+    pub(super) open: bool,
+    /// The real rollout's entry ordinals, as far as this turn has written them (see
+    /// [`Rollout`]).
+    pub(super) rollout: Rollout,
+    /// When the turn started (its stored duration, should the process die mid-turn).
+    pub(super) started_ms: i64,
+    /// Each completed item's rollout ordinal (what `thread/items/list` cursors name).
+    pub(super) item_ordinals: Vec<u64>,
+    /// The thread runs in Plan mode (read when the turn starts: a mode changes between turns).
+    pub(super) plan_mode: bool,
+    /// A server request the turn ended on unanswered: resolved after `turn/completed`.
+    pub(super) pending_resolved: Option<i64>,
+}
+
+/// The stream error the real server reports for a `response.failed` with this code.
+pub(super) fn failure(code: &str, message: &str) -> (String, Value) {
+    match code {
+        "context_length_exceeded" => (
+            "Codex ran out of room in the model's context window. Start a new thread or clear \
+             earlier history before retrying."
+                .into(),
+            json!("contextWindowExceeded"),
+        ),
+        "insufficient_quota" => (
+            "Quota exceeded. Check your plan and billing details.".into(),
+            json!("usageLimitExceeded"),
+        ),
+        "rate_limit_exceeded" => (
+            format!("rate limit exceeded: {message}"),
+            json!("rateLimitExceeded"),
+        ),
+        // The prompt itself was refused: the provider's message as it is.
+        "invalid_prompt" => (message.to_string(), json!("other")),
+        "server_is_overloaded" => (
+            "Selected model is at capacity. Please try a different model.".into(),
+            json!("serverOverloaded"),
+        ),
+        _ => (
+            format!("stream disconnected before completion: {message}"),
+            json!("other"),
+        ),
+    }
+}
+
+pub(super) const STREAM_CLOSED: &str =
+    "stream disconnected before completion: stream closed before response.completed";
+
+impl<'a> Ctx<'a> {
+    pub(super) fn new(conn: &'a Arc<Conn>, ctl: &'a TurnCtl, turn_id: &str) -> Self {
+        Ctx {
+            conn,
+            ctl,
+            turn_id: turn_id.to_string(),
+            items: Vec::new(),
+            messages: Vec::new(),
+            resp: 0,
+            usage: None,
+            retries: 0,
+            resent: 0,
+            turn_diff: None,
+            turn_files: std::collections::BTreeMap::new(),
+            diff_stopped: false,
+            open: false,
+            rollout: Rollout::default(),
+            started_ms: now_ms(),
+            item_ordinals: Vec::new(),
+            plan_mode: false,
+            pending_resolved: None,
+        }
+    }
+
+    /// The next model request: its number comes from the state dir's counter (the scripted
+    /// model numbers its responses across processes the same way).
+    pub(super) fn next_response(&mut self) {
+        self.resp = self.conn.fake.store.update(|d| {
+            let n = d["model_responses"].as_u64().unwrap_or(0);
+            d["model_responses"] = json!(n + 1);
+            n
+        });
+        self.usage = None;
+        self.open = true;
+    }
+
+    pub(super) fn scope(&self, extra: Value) -> Value {
+        let mut m = Map::new();
+        m.insert("threadId".into(), json!(self.ctl.thread_id));
+        m.insert("turnId".into(), json!(self.turn_id));
+        if let Value::Object(e) = extra {
+            m.extend(e);
+        }
+        Value::Object(m)
+    }
+
+    pub(super) fn notify(&self, method: &str, extra: Value) {
+        self.conn.notify(method, self.scope(extra));
+    }
+
+    /// A notification whose params put `before` ahead of the thread and turn ids (`item/*`,
+    /// `error`), as the real server orders them.
+    pub(super) fn item_notify(&self, method: &str, before: Value, after: Value) {
+        let mut m = Map::new();
+        for part in [
+            before,
+            json!({"threadId": self.ctl.thread_id, "turnId": self.turn_id}),
+            after,
+        ] {
+            if let Value::Object(o) = part {
+                m.extend(o);
+            }
+        }
+        self.conn.notify(method, Value::Object(m));
+    }
+
+    pub(super) fn status(&self, status: Value) {
+        self.conn.notify(
+            "thread/status/changed",
+            json!({"threadId": self.ctl.thread_id, "status": status}),
+        );
+    }
+
+    pub(super) fn rate_limits(&self) {
+        self.conn.notify(
+            "account/rateLimits/updated",
+            json!({"rateLimits": {"limitId": "codex", "limitName": null, "normalModelSlug": null,
+                   "primary": null, "secondary": null, "credits": null, "individualLimit": null,
+                   "spendControlReached": null, "planType": null, "rateLimitReachedType": null}}),
+        );
+    }
+
+    /// The thread's read state when a turn ends: the first unread position stays where it is;
+    /// a thread read to the end becomes unread from this turn.
+    pub(super) fn read_state(&self) {
+        let thread_id = self.ctl.thread_id.clone();
+        // An ephemeral thread, or one with legacy history, has no read state (checked on
+        // 0.171.0).
+        if !crate::fake::threads::has_read_state(
+            &self.conn.fake.store.load()["threads"][&thread_id],
+        ) {
+            return;
+        }
+        let revision = uuid::Uuid::new_v4().to_string();
+        let first = self.conn.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id];
+            // The revision `thread/read` reports until the read state changes again.
+            t["readRevision"] = json!(revision);
+            let f = &mut t["firstUnread"];
+            if !f.is_object() {
+                *f = json!({"type": "turn", "turnId": self.turn_id});
+            }
+            f.clone()
+        });
+        self.conn.notify(
+            "thread/readState/changed",
+            json!({"threadId": self.ctl.thread_id,
+                   "readState": {"firstUnread": first, "revision": revision}}),
+        );
+    }
+
+    /// `item/started`: the item carries its own `startedAtMs`/`completedAtMs`, the
+    /// notification repeats the start.
+    pub(super) fn started(&self, item: &Value) -> i64 {
+        let at = now_ms();
+        let mut item = item.clone();
+        item["startedAtMs"] = json!(at);
+        item["completedAtMs"] = Value::Null;
+        self.item_notify(
+            "item/started",
+            json!({"item": item}),
+            json!({"startedAtMs": at}),
+        );
+        at
+    }
+
+    pub(super) fn completed(&mut self, item: Value, started_at: i64) {
+        let at = now_ms();
+        let mut item = item;
+        item["startedAtMs"] = json!(started_at);
+        item["completedAtMs"] = json!(at);
+        match item["type"].as_str() {
+            Some("agentMessage") => self.messages.push(item.clone()),
+            // The turn's answer is what the model said after the last user input.
+            Some("userMessage") => self.messages.clear(),
+            _ => {}
+        }
+        self.rollout
+            .completed(item["type"].as_str().unwrap_or_default());
+        self.item_ordinals.push(self.rollout.item);
+        self.items.push(item.clone());
+        // Stored before the client hears of it, as the real server writes its rollout first.
+        self.checkpoint();
+        self.item_notify(
+            "item/completed",
+            json!({"item": item}),
+            json!({"contentTokenCount": null, "completedAtMs": at}),
+        );
+    }
+
+    /// An item the client sees completed but the thread does not keep (a command declined, or
+    /// whose approval request failed: `thread/read` leaves it out).
+    pub(super) fn completed_unkept(&mut self, item: Value, started_at: i64) {
+        let at = now_ms();
+        let mut item = item;
+        item["startedAtMs"] = json!(started_at);
+        item["completedAtMs"] = json!(at);
+        self.rollout.unkept();
+        self.item_notify(
+            "item/completed",
+            json!({"item": item}),
+            json!({"contentTokenCount": null, "completedAtMs": at}),
+        );
+    }
+
+    /// Stores the turn as far as it has gone: what the real server's rollout holds should the
+    /// process die now (a resumed thread then shows it `interrupted`).
+    pub(super) fn checkpoint(&self) {
+        let turn = json!({"id": self.turn_id, "status": "inProgress", "items": self.items,
+                          "error": null, "startedAt": self.started_ms / 1000,
+                          "completedAt": now_secs(), "durationMs": now_ms() - self.started_ms,
+                          "rolloutOrdinal": self.rollout.turn,
+                          "itemOrdinals": self.item_ordinals});
+        save_turn(self.conn, &self.ctl.thread_id, &turn, self.rollout);
+    }
+
+    pub(super) fn item(&mut self, item: Value) {
+        let at = self.started(&item);
+        self.completed(item, at);
+    }
+
+    /// The userMessage item of a `turn/start` or `turn/steer` request (none for empty input).
+    pub(super) fn user_message(&mut self, request: &Value) {
+        let content: Vec<Value> = request["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(user_content)
+            .collect();
+        if content.is_empty() {
+            return;
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        // The thread's preview is its first user text.
+        if let Some(text) = content.iter().find_map(|c| c["text"].as_str()) {
+            let thread_id = self.ctl.thread_id.clone();
+            self.conn.fake.store.update(|d| {
+                let p = &mut d["threads"][&thread_id]["preview"];
+                if p.as_str().is_none_or(str::is_empty) {
+                    *p = json!(text);
+                }
+            });
+        }
+        let client_id = request["clientUserMessageId"].clone();
+        self.item(
+            json!({"type": "userMessage", "id": id, "clientId": client_id,
+                         "content": content}),
+        );
+    }
+
+    /// The model's `update_goal` (a `goal` step): the thread's goal takes the status, no item
+    /// (without a goal codex answers the model with an error and the client sees nothing).
+    pub(super) fn goal_update(&self, status: &str) {
+        let thread_id = self.ctl.thread_id.clone();
+        let goal = self.conn.fake.store.update(|d| {
+            let g = &mut d["threads"][&thread_id]["goal"];
+            if !g.is_object() {
+                return None;
+            }
+            g["status"] = json!(status);
+            g["updatedAt"] = json!(now_secs());
+            Some(g.clone())
+        });
+        if let Some(goal) = goal {
+            self.notify("thread/goal/updated", json!({"goal": goal}));
+        }
+    }
+
+    /// Between steps: an interrupt ends the turn (steered input waits for the response's end).
+    pub(super) fn check(&mut self) -> Result<(), End> {
+        if !lock(&self.ctl.steers).is_empty() {
+            return Err(End::Steered);
+        }
+        if self.ctl.interrupted() || self.conn.is_closed() {
+            // The real server reports the aborted stream's usage and rate limits before it
+            // answers `turn/interrupt`, and asks for attention if the turn had an answer.
+            self.unfinished_response();
+            if self.final_answer().is_some() {
+                self.read_state();
+            }
+            self.ctl.acked.store(true, Ordering::SeqCst);
+            return Err(End::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// The turn's answer so far: its last agent message that is not commentary.
+    pub(super) fn final_answer(&self) -> Option<&Value> {
+        self.messages.iter().rfind(|m| m["phase"] != "commentary")
+    }
+
+    /// After an interrupt: the `turn/interrupt` reply goes out before the turn closes.
+    pub(super) fn finish_interrupt(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.ctl.responded.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The model's response is complete: usage, then the account's rate limits.
+    pub(super) fn end_response(&mut self) {
+        if !self.open {
+            return;
+        }
+        self.open = false;
+        self.rollout.response_ended();
+        let u = self.usage.take().unwrap_or_default();
+        let last = breakdown(u.input_tokens, u.cached(), u.output_tokens, u.reasoning());
+        let thread_id = self.ctl.thread_id.clone();
+        let total = self.conn.fake.store.update(|d| {
+            // Kept for the usage a resumed thread reports.
+            d["threads"][&thread_id]["lastUsage"] = last.clone();
+            let t = &mut d["threads"][&thread_id]["usage"];
+            let sum = |k: &str| t[k].as_i64().unwrap_or(0) + last[k].as_i64().unwrap_or(0);
+            *t = breakdown(
+                sum("inputTokens"),
+                sum("cachedInputTokens"),
+                sum("outputTokens"),
+                sum("reasoningOutputTokens"),
+            );
+            t.clone()
+        });
+        let window = context_window(self.conn, &self.ctl.thread_id);
+        self.notify(
+            "thread/tokenUsage/updated",
+            json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
+        );
+        self.rate_limits();
+        if self.conn.fake.turn_facts.turn_diff_after_each_response {
+            if let Some(diff) = self.turn_diff.clone() {
+                self.notify("turn/diff/updated", json!({"diff": diff}));
+            }
+        }
+        // An active goal is charged the response's tokens (and says so when they are any).
+        // What a goal is charged: fresh input (cached input is not) and output.
+        let spent = u.input_tokens - u.cached() + u.output_tokens;
+        if spent > 0 {
+            self.goal_charge(spent);
+        }
+    }
+
+    /// Adds `tokens` to the thread's goal while it is active; reports the goal if so.
+    pub(super) fn goal_charge(&self, tokens: i64) {
+        let thread_id = self.ctl.thread_id.clone();
+        let goal = self.conn.fake.store.update(|d| {
+            let g = &mut d["threads"][&thread_id]["goal"];
+            if g["status"] != "active" {
+                return None;
+            }
+            g["tokensUsed"] = json!(g["tokensUsed"].as_i64().unwrap_or(0) + tokens);
+            Some(g.clone())
+        });
+        if let Some(goal) = goal {
+            self.notify("thread/goal/updated", json!({"goal": goal}));
+        }
+    }
+
+    /// A response that did not complete: codex still reports the thread's token usage as it
+    /// stands (when any response of the thread has reported some), then the rate limits.
+    pub(super) fn unfinished_response(&self) {
+        let data = self.conn.fake.store.load();
+        let t = &data["threads"][&self.ctl.thread_id];
+        if t["usage"].is_object() {
+            let window = context_window(self.conn, &self.ctl.thread_id);
+            self.notify(
+                "thread/tokenUsage/updated",
+                json!({"tokenUsage": {"total": t["usage"], "last": t["lastUsage"],
+                                      "modelContextWindow": window}}),
+            );
+        }
+        self.rate_limits();
+    }
+
+    /// The provider's HTTP error for this request: resent or retried as codex does (`Ok`: the
+    /// next request follows), else the turn fails with codex's text for it.
+    pub(super) fn http_error(
+        &mut self,
+        status: u16,
+        body: &str,
+        headers: &[(String, String)],
+    ) -> Result<(), End> {
+        let cfg = &self.conn.fake.config;
+        let headers: serde_json::Map<String, Value> =
+            headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let f = provider::classify(
+            status,
+            body,
+            &Value::Object(headers),
+            &cfg.base_url,
+            now_secs(),
+        );
+        self.rollout.response_dropped();
+        if f.resent && self.resent < cfg.request_max_retries {
+            self.resent += 1;
+            self.wait(provider::backoff(self.resent, f.retry_after))?;
+            return Ok(());
+        }
+        self.resent = 0;
+        if f.retried && self.retries < cfg.stream_max_retries {
+            self.retries += 1;
+            let max = cfg.stream_max_retries;
+            self.item_notify(
+                "error",
+                json!({"error": turn_error(
+                          &format!("Reconnecting... {}/{max}", self.retries),
+                          json!({"responseStreamDisconnected": {"httpStatusCode": f.notice_status}}),
+                          json!(f.message)),
+                       "willRetry": true}),
+                json!({}),
+            );
+            self.wait(provider::backoff(self.retries, f.retry_after))?;
+            return Ok(());
+        }
+        match f.before {
+            provider::Before::FullContext => self.context_full(),
+            // codex's `update_rate_limits` sends a token count: the thread's usage so far
+            // (when it has any), then the rate limits.
+            provider::Before::RateLimits => self.unfinished_response(),
+            provider::Before::Nothing => {}
+        }
+        self.fail_after(f.message, f.info)
+    }
+
+    /// The real server marks the context window full before it reports running out of it:
+    /// the total is the window, the last response what it took to fill it.
+    pub(super) fn context_full(&self) {
+        let window = context_window(self.conn, &self.ctl.thread_id);
+        let thread_id = self.ctl.thread_id.clone();
+        let (total, last) = self.conn.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id];
+            let before = t["usage"]["totalTokens"].as_i64().unwrap_or(0);
+            let mut total = breakdown(0, 0, 0, 0);
+            total["totalTokens"] = json!(window);
+            let mut last = breakdown(0, 0, 0, 0);
+            last["totalTokens"] = json!(window - before);
+            t["usage"] = total.clone();
+            t["lastUsage"] = last.clone();
+            (total, last)
+        });
+        self.notify(
+            "thread/tokenUsage/updated",
+            json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
+        );
+    }
+
+    /// The stream ended early: retried while the provider allows it, else the turn fails.
+    pub(super) fn dropped_stream(&mut self) -> Result<(), End> {
+        self.unfinished_response();
+        if self.retries < self.conn.fake.config.stream_max_retries {
+            return self.retry_stream(STREAM_CLOSED);
+        }
+        self.fail(STREAM_CLOSED.to_string(), json!("other"))
+    }
+
+    /// A failed stream retried: codex says so (the failure's text as the details) and asks
+    /// again (the turn's next scripted response).
+    pub(super) fn retry_stream(&mut self, details: &str) -> Result<(), End> {
+        let max = self.conn.fake.config.stream_max_retries;
+        self.retries += 1;
+        self.rollout.response_dropped();
+        self.item_notify(
+            "error",
+            json!({"error": turn_error(
+                      &format!("Reconnecting... {}/{max}", self.retries),
+                      json!({"responseStreamDisconnected": {"httpStatusCode": null}}),
+                      json!(details)),
+                   "willRetry": true}),
+            json!({}),
+        );
+        self.open = false;
+        Ok(())
+    }
+
+    pub(super) fn fail(&mut self, message: String, info: Value) -> Result<(), End> {
+        self.rollout.response_dropped();
+        self.fail_after(message, info)
+    }
+
+    /// The turn fails: the thread's status, then the error (the response already counted).
+    pub(super) fn fail_after(&mut self, message: String, info: Value) -> Result<(), End> {
+        let error = turn_error(&message, info, Value::Null);
+        // The thread stays in error until its next turn starts.
+        let thread_id = self.ctl.thread_id.clone();
+        self.conn
+            .fake
+            .store
+            .update(|d| d["threads"][&thread_id]["systemError"] = json!(true));
+        self.status(json!({"type": "systemError"}));
+        self.item_notify(
+            "error",
+            json!({"error": error, "willRetry": false}),
+            json!({}),
+        );
+        Err(End::Failed(error))
+    }
+
+    /// Steered input becomes userMessage items; whether there was any.
+    pub(super) fn take_steers(&mut self) -> bool {
+        let steers: Vec<Value> = std::mem::take(&mut *lock(&self.ctl.steers));
+        for s in &steers {
+            self.user_message(s);
+        }
+        !steers.is_empty()
+    }
+
+    /// Sleeps, waking early for steered input and interrupts.
+    pub(super) fn wait(&mut self, d: Duration) -> Result<(), End> {
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            // Steered input shows up while the model works; an interrupt wakes the turn.
+            self.check()?;
+            std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
+        }
+        Ok(())
+    }
+}
+
+/// How long codex takes from a tool call's arrival in the stream to running it (an estimate:
+/// long enough for an interrupt sent on the stream's last delta to arrive first).
+pub(super) const TOOL_DISPATCH: Duration = Duration::from_millis(15);
