@@ -20,13 +20,26 @@ fn corpus(version: &str) -> String {
 /// Fake runs at once.
 const PARALLEL: usize = 4;
 
-fn known(version: &str) -> Vec<String> {
+/// The listed scenarios, each with where it must differ: `name<TAB>message N <path><TAB>why`.
+fn known(version: &str) -> Vec<(String, String)> {
     std::fs::read_to_string(Path::new(&corpus(version)).join("known_differences.txt"))
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            Some((f.next()?.to_string(), f.next()?.to_string()))
+        })
         .collect()
+}
+
+/// Where a run parts from its recording, as `known_differences.txt` names it.
+fn where_(m: &diff::Mismatch) -> String {
+    format!(
+        "message {} {}",
+        m.index,
+        m.why.split(": ").next().unwrap_or("")
+    )
 }
 
 #[test]
@@ -83,12 +96,19 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
             if !d.is_empty() {
                 drift.push(d);
             }
-            let listed = known.contains(&case.name);
+            let listed = known.iter().find(|(n, _)| *n == case.name);
             match (result, listed) {
-                (None, false) => same += 1,
-                (None, true) => stale.push(format!("{version} {}", case.name)),
-                (Some(_), true) => {}
-                (Some(m), false) => failures.push(format!(
+                (None, None) => same += 1,
+                (None, Some(_)) => stale.push(format!("{version} {}", case.name)),
+                // Listed: it must differ where the list says, and nowhere else first.
+                (Some(m), Some((_, at))) if where_(&m) == *at => {}
+                (Some(m), Some((_, at))) => failures.push(format!(
+                    "{version} {}: listed as differing at `{at}`, differs at `{}`: {}",
+                    case.name,
+                    where_(&m),
+                    m.why
+                )),
+                (Some(m), None) => failures.push(format!(
                     "{version} {}: message {} differs: {}\n  real {}\n  fake {}",
                     case.name,
                     m.index,

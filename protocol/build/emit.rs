@@ -511,6 +511,8 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
     let resp_arms = check_arms(&m.server_responses);
     let resp_methods: Vec<&String> = m.server_responses.iter().map(|(s, _)| s).collect();
     let result_arms = check_arms(&m.client_results);
+    let result_type_methods: Vec<&String> = m.client_result_types.iter().map(|(m, _)| m).collect();
+    let result_type_names: Vec<&String> = m.client_result_types.iter().map(|(_, t)| t).collect();
     let exp_methods = &m.experimental_methods;
     // Per method, its gate checks as a slice literal; used by the table and the lookup.
     let exp_check_lists: Vec<(&String, TokenStream)> = m
@@ -555,6 +557,8 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
         pub const EXPERIMENTAL_CHECKS: &[(&str, &[(&str, &str, &str, bool, bool)])] = &[#(#exp_checks),*];
         /// Server→client request methods whose response type is known.
         pub const SERVER_REQUEST_METHODS: &[&str] = &[#(#resp_methods),*];
+        /// Client request method → its result type's definition key (`v2/` for the v2 ones).
+        pub const CLIENT_RESULT_TYPES: &[(&str, &str)] = &[#((#result_type_methods, #result_type_names)),*];
 
         /// A `result` checked against `T`: the ignored paths, or the deserialization error.
         /// `p` is the message root (a server walk also collects absent always-sent keys there).
@@ -602,6 +606,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
             experimental_methods: EXPERIMENTAL_METHODS,
             experimental_table: EXPERIMENTAL_CHECKS,
             server_request_methods: SERVER_REQUEST_METHODS,
+            client_result_types: CLIENT_RESULT_TYPES,
             bundle: include_str!(#bundle),
             captured_session: #captured,
             turn_facts: #turn_facts,

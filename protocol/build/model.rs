@@ -97,6 +97,8 @@ pub struct Model {
     pub server_responses: Vec<(String, usize)>,
     /// Client request method → the type of the server's result (`XParams` → `XResponse`).
     pub client_results: Vec<(String, usize)>,
+    /// Client request method → its result type's definition name (the fake's default results).
+    pub client_result_types: Vec<(String, String)>,
     /// Methods present only in the `--experimental` bundle.
     pub experimental_methods: Vec<String>,
     /// Per method: the gate's checks on params fields, in the order the server makes them.
@@ -1197,16 +1199,24 @@ impl Model {
             b.def(&k)?;
         }
         let mut client_results = Vec::new();
+        let mut client_result_types = Vec::new();
+        // A result type is named after the params type (`FooParams` → `FooResponse`), but for
+        // the methods codex pairs otherwise (no params, a shared response): overrides.json's
+        // `responses`, from codex's `client_request_definitions!` (protocol/common.rs).
+        let named = obj_of(merged.get("responses"));
         for (method, member) in request_members(&b.defs, "ClientRequest") {
-            let Some(params) = params_key(&member) else {
-                continue;
-            };
-            let Some(stem) = params.strip_suffix("Params") else {
-                continue;
-            };
-            let resp = format!("{stem}Response");
-            if b.defs.contains_key(&resp) {
-                client_results.push((method, b.def(&resp)?));
+            let by_name = params_key(&member)
+                .and_then(|p| p.strip_suffix("Params").map(|s| format!("{s}Response")))
+                .filter(|r| b.defs.contains_key(r));
+            // Named as the bundle names it (the v2 definitions under `v2/`).
+            let by_source = named.get(&method).and_then(Value::as_str).and_then(|r| {
+                [format!("v2/{r}"), r.to_string()]
+                    .into_iter()
+                    .find(|k| b.defs.contains_key(k))
+            });
+            if let Some(resp) = by_name.or(by_source) {
+                client_results.push((method.clone(), b.def(&resp)?));
+                client_result_types.push((method, resp));
             }
         }
         let mut server_responses = Vec::new();
@@ -1321,6 +1331,7 @@ impl Model {
         }
         Ok(Model {
             client_results,
+            client_result_types,
             types: b.types,
             client_methods,
             server_responses,

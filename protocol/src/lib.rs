@@ -50,6 +50,8 @@ pub struct Protocol {
     pub experimental_table: &'static [(&'static str, &'static [GateCheck])],
     /// Server→client request methods whose response type is known.
     pub server_request_methods: &'static [&'static str],
+    /// Client request method → its result type's definition name in [`Protocol::bundle`].
+    pub client_result_types: &'static [(&'static str, &'static str)],
     /// The JSON schema bundle (`generate-json-schema --experimental`) this version was built from.
     pub bundle: &'static str,
     /// A session captured from this version's real server (`tests/corpus/<V>/real_session.jsonl`,

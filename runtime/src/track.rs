@@ -19,6 +19,9 @@ pub struct JsonPath {
     /// Paths of keys the real server always writes (TS `x: T | null`) that the object lacks;
     /// `None` on a client walk, where a client may leave them out.
     missing: Option<Vec<String>>,
+    /// On a shaping walk ([`JsonPath::shaping`]): each struct object visited, by path, with its
+    /// members in declaration order (the order the real server writes them in).
+    orders: Option<Vec<(String, Vec<&'static str>)>>,
 }
 
 impl JsonPath {
@@ -27,7 +30,22 @@ impl JsonPath {
             buf: "$".to_string(),
             marks: Vec::new(),
             missing: None,
+            orders: None,
         }
+    }
+
+    /// A server walk that also notes each struct object's declared key order: what it takes
+    /// to write a value as the real server would (its absent always-sent keys, its key order).
+    pub fn shaping() -> Self {
+        JsonPath {
+            orders: Some(Vec::new()),
+            ..Self::server()
+        }
+    }
+
+    /// The struct objects a shaping walk visited: path, members in declaration order.
+    pub fn take_orders(&mut self) -> Vec<(String, Vec<&'static str>)> {
+        self.orders.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Back to a client walk's root, keeping the buffers (one path serves every line).
@@ -36,6 +54,7 @@ impl JsonPath {
         self.buf.push('$');
         self.marks.clear();
         self.missing = None;
+        self.orders = None;
     }
 
     /// The root of a walk over a message the server wrote (collects absent always-sent keys).
@@ -197,6 +216,9 @@ pub fn track_members(s: &Members, v: &Value, p: &mut JsonPath, out: &mut Vec<Str
                 }
             }
             s.note_missing(m, p);
+            if let Some(o) = &mut p.orders {
+                o.push((p.buf.clone(), s.fields.iter().map(|f| f.key).collect()));
+            }
         }
         Value::Array(a) if s.flats.is_empty() => {
             for (n, (f, v)) in s.fields.iter().zip(a).enumerate() {

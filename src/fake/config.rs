@@ -298,6 +298,18 @@ impl Config {
 
     /// Whether the configured sandbox is full access (then codex does not warn about a missing
     /// bubblewrap): `default_permissions` first, then `sandbox_mode`.
+    /// Whether the model provider needs an OpenAI login (`account/read`'s `requiresOpenaiAuth`):
+    /// the built-in `openai` does, another provider when it says `requires_openai_auth = true`.
+    pub fn requires_openai_auth(&self) -> bool {
+        self.provider == "openai"
+            || get(
+                &self.table,
+                &format!("model_providers.{}.requires_openai_auth", self.provider),
+            )
+            .and_then(toml::Value::as_bool)
+                == Some(true)
+    }
+
     pub fn full_access(&self) -> bool {
         match self.default_permissions.as_deref() {
             Some(p) => p == ":danger-full-access",

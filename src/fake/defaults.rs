@@ -45,10 +45,11 @@ fn schema(p: &'static Protocol) -> &'static Schema {
                 }
             }
         }
-        let responses = messages
+        // The protocol's own pairing (the name rule, and codex's pairings it misses).
+        let responses = p
+            .client_result_types
             .iter()
-            .filter(|((root, _), _)| *root == "ClientRequest")
-            .filter_map(|((_, m), (_, r))| Some((m.clone(), r.clone()?)))
+            .map(|(m, t)| (m.to_string(), ref_name(t).to_string()))
             .collect();
         Box::leak(Box::new(Schema {
             defs,
@@ -104,9 +105,81 @@ pub fn result_for(p: &'static Protocol, method: &str) -> Value {
         }
     }
     match s.responses.get(method).and_then(|r| s.defs.get(r)) {
-        Some(def) => minimal(s, def, 0, false),
+        Some(def) => shaped(p, method, minimal(s, def, 0, false)),
         None => json!({}),
     }
+}
+
+/// `v` (a result of `method`) as the real server writes it: the keys it always sends
+/// (`x: T | null` in its TypeScript) that `v` lacks added as `null`, and every object's keys in
+/// the declaration order of its type.
+pub fn shaped(p: &'static Protocol, method: &str, mut v: Value) -> Value {
+    use codex_wire_protocol::track::JsonPath;
+    // Each round fills the keys absent so far; a filled `null` opens no new object.
+    for _ in 0..4 {
+        let mut path = JsonPath::shaping();
+        if (p.check_result_at)(method, &v, &mut path).is_none() {
+            return v;
+        }
+        let missing = path.take_missing();
+        for (at, keys) in path.take_orders() {
+            if let Some(Value::Object(o)) = at_path(&mut v, &at) {
+                let mut rest = std::mem::take(o);
+                for k in keys {
+                    if let Some((k, x)) = rest.shift_remove_entry(k) {
+                        o.insert(k, x);
+                    }
+                }
+                o.extend(rest);
+            }
+        }
+        if missing.is_empty() {
+            break;
+        }
+        for m in missing {
+            let Some((parent, key)) = m.rsplit_once('.') else {
+                continue;
+            };
+            // Mostly `T | null`; a defaulted list or map is sent empty: the first of these
+            // the type takes (else the key stays out: the value stays valid).
+            let mut fitted = false;
+            for empty in [Value::Null, json!([]), json!({})] {
+                if let Some(Value::Object(o)) = at_path(&mut v, parent) {
+                    o.insert(key.to_string(), empty);
+                }
+                if matches!(p.check_result(method, &v), Some(Ok(_))) {
+                    fitted = true;
+                    break;
+                }
+            }
+            if !fitted {
+                if let Some(Value::Object(o)) = at_path(&mut v, parent) {
+                    o.shift_remove(key);
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The value at a result walk's path (`$.result`, then `.key`, `[n]`; a quoted key is not
+/// followed).
+fn at_path<'a>(v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    let mut rest = path.strip_prefix("$.result")?;
+    let mut cur = v;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            cur = cur.get_mut(r[..end].parse::<usize>().ok()?)?;
+            rest = &r[end + 1..];
+        } else {
+            let r = rest.strip_prefix('.')?;
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            cur = cur.get_mut(&r[..end])?;
+            rest = &r[end..];
+        }
+    }
+    Some(cur)
 }
 
 /// The captured result without the keys the schema does not declare (the real server sends a
@@ -304,4 +377,42 @@ pub fn methods(p: &'static Protocol) -> Vec<String> {
     let mut m: Vec<String> = schema(p).responses.keys().cloned().collect();
     m.sort();
     m
+}
+
+#[cfg(test)]
+mod shaping_tests {
+    use super::*;
+
+    /// Results with nothing in them, as 0.171.0's real server wrote them (`cargo xtask methods`):
+    /// its always-sent nulls, its key order (not the schema's alphabetical one).
+    #[test]
+    fn an_empty_result_is_written_as_the_real_server_writes_it() {
+        let p = crate::by_version("0.171.0").expect("0.171.0");
+        for (method, real) in [
+            ("thread/queue/list", r#"{"data":[],"nextCursor":null}"#),
+            (
+                "thread/search",
+                r#"{"data":[],"nextCursor":null,"backwardsCursor":null}"#,
+            ),
+            (
+                "account/bedrock/discover",
+                r#"{"profiles":[],"environmentCredentials":[]}"#,
+            ),
+            ("mock/experimentalMethod", r#"{"echoed":null}"#),
+            // Paired by codex's table, not by name (overrides.json `responses`).
+            (
+                "accountSession/list",
+                r#"{"activeSessionId":null,"sessions":[]}"#,
+            ),
+            ("account/securitySetup/read", r#"{"notice":null}"#),
+        ] {
+            assert_eq!(result_for(p, method).to_string(), real, "{method}");
+        }
+        // A value already in shape is left as it is; a key the type lacks stays last.
+        let v = json!({"nextCursor": "c", "extra": 1, "data": []});
+        assert_eq!(
+            shaped(p, "thread/queue/list", v).to_string(),
+            r#"{"data":[],"nextCursor":"c","extra":1}"#
+        );
+    }
 }

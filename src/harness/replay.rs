@@ -21,12 +21,10 @@ pub fn key_of(msg: &Value) -> Option<String> {
     }
 }
 
-/// Messages whose position the real server itself does not keep (`diff`'s floating, optional
-/// and usage reports): a replay does not wait on them.
+/// Messages whose position the real server itself does not keep (`diff`'s floating and
+/// optional ones): a replay does not wait on them.
 pub fn background(key: &str) -> bool {
-    crate::diff::FLOATING.contains(&key)
-        || crate::diff::OPTIONAL.contains(&key)
-        || crate::diff::USAGE_REPORTS.contains(&key)
+    crate::diff::FLOATING.contains(&key) || crate::diff::OPTIONAL.contains(&key)
 }
 
 /// How long a server may stay silent before a wait that may go unmet gives up.

@@ -315,11 +315,19 @@ fn derive_facts(version: &str) -> Result<(), String> {
     }
     let bin = crate::codex_bin::codex_wire_bin()?;
     let mut facts = Map::new();
+    // Mode texts are read off any recording of V: the turn corpus, and the kept sessions
+    // recorded for V (f11 shows the default mode's text where no turn case does).
+    let mut texts = recordings.clone();
+    if let Ok(entries) = std::fs::read_dir(crate::codex_bin::corpus_dir(version).join("fidelity")) {
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        texts.extend(paths.iter().filter_map(|p| std::fs::read_to_string(p).ok()));
+    }
     for (key, mode) in [
         ("plan_mode_instructions", "plan"),
         ("default_mode_instructions", "default"),
     ] {
-        if let Some(text) = instructions(&recordings, mode) {
+        if let Some(text) = instructions(&texts, mode) {
             println!("   {key}: read off the recordings ({} bytes)", text.len());
             facts.insert(key.into(), Value::String(text));
         }

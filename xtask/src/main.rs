@@ -35,6 +35,7 @@ mod gen;
 mod npm;
 mod oracle;
 mod probe;
+mod races;
 mod record;
 mod schema_cmd;
 mod server;
@@ -59,6 +60,8 @@ const USAGE: &str =
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
   fidelity [--seed S] [--sessions N] [--version V] [--keep]  generated sessions: real vs fake
   record [--version V] [NAME..]  codex-wire record over the turn corpus, replayed on both servers
+  races [--version V] [--runs N] [--keep] [NAME..]  the real server against itself: diff's tolerances' evidence
+  methods [--version V] [METHOD..]  every client method once on both servers: which the fake answers as codex does
   test [cargo test args]   install every supported codex, run all tests and the live differentials";
 
 fn main() {
@@ -78,6 +81,8 @@ fn main() {
         Some("add-version") => add_version::main(rest),
         Some("fidelity") => fidelity::main(rest),
         Some("record") => record::main(rest),
+        Some("races") => races::main(rest),
+        Some("methods") => fidelity::methods::main(rest),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -2,8 +2,11 @@
 //! other method answers with its recorded result (`defaults.rs`). Nothing imports the handlers:
 //! the process gives [`dispatch`] to each connection. Rooms: `view.rs` (how a thread shows),
 //! `session.rs` (`initialize`, session starts), `threads.rs` (`thread/*`), `turns.rs` (`turn/*`,
-//! goals, compaction).
+//! goals, compaction), `fs.rs` (`fs/*`, done for real), `account.rs`
+//! (the login and what it gates).
 
+mod account;
+mod fs;
 mod params;
 mod session;
 mod threads;
@@ -56,6 +59,53 @@ const RULES: &[(&str, Handler)] = &[
     ("turn/interrupt", |h, id, p| h.turn_interrupt(id, p)),
     ("turn/steer", |h, id, p| h.turn_steer(id, p)),
     ("thread/compact/start", |h, id, p| h.compact_start(id, p)),
+    ("fs/readFile", |h, id, p| h.fs_read_file(id, p)),
+    ("fs/writeFile", |h, id, p| h.fs_write_file(id, p)),
+    ("fs/createDirectory", |h, id, p| {
+        h.fs_create_directory(id, p)
+    }),
+    ("fs/getMetadata", |h, id, p| h.fs_get_metadata(id, p)),
+    ("fs/readDirectory", |h, id, p| h.fs_read_directory(id, p)),
+    ("fs/remove", |h, id, p| h.fs_remove(id, p)),
+    ("fs/copy", |h, id, p| h.fs_copy(id, p)),
+    ("fs/watch", |h, id, p| h.fs_watch(id, p)),
+    ("account/read", |h, id, p| h.account_read(id, p)),
+    ("account/login/start", |h, id, p| h.login_start(id, p)),
+    ("account/login/cancel", |h, id, p| h.login_cancel(id, p)),
+    ("account/logout", |h, id, p| h.logout(id, p)),
+    ("account/rateLimits/read", |h, _, _| {
+        h.account_gated("account/rateLimits/read")
+    }),
+    ("account/rateLimitResetCredit/consume", |h, _, _| {
+        h.account_gated("account/rateLimitResetCredit/consume")
+    }),
+    ("account/usage/read", |h, _, _| {
+        h.account_gated("account/usage/read")
+    }),
+    ("account/workspaceMessages/read", |h, _, _| {
+        h.account_gated("account/workspaceMessages/read")
+    }),
+    ("account/sendAddCreditsNudgeEmail", |h, _, _| {
+        h.account_gated("account/sendAddCreditsNudgeEmail")
+    }),
+    ("accountSession/switch", |h, _, _| {
+        h.account_gated("accountSession/switch")
+    }),
+    ("remoteControl/enable", |h, _, _| {
+        h.account_gated("remoteControl/enable")
+    }),
+    ("remoteControl/disable", |h, _, _| {
+        h.account_gated("remoteControl/disable")
+    }),
+    ("remoteControl/client/list", |h, _, _| {
+        h.account_gated("remoteControl/client/list")
+    }),
+    ("remoteControl/client/revoke", |h, _, _| {
+        h.account_gated("remoteControl/client/revoke")
+    }),
+    ("remoteControl/status/read", |h, id, p| {
+        h.remote_control_status(id, p)
+    }),
 ];
 
 /// The names of [`RULES`].

@@ -51,10 +51,16 @@ impl H<'_> {
         }
         self.notify(
             "remoteControl/status/changed",
-            json!({"status": "disabled", "serverName": host_name(),
-                   "installationId": self.fake.installation_id(), "environmentId": null}),
+            self.remote_control_payload(),
         );
         Ok(())
+    }
+
+    /// Remote control's status: disabled (it needs a ChatGPT login), on this host, for this
+    /// installation.
+    pub(super) fn remote_control_payload(&self) -> Value {
+        json!({"status": "disabled", "serverName": host_name(),
+               "installationId": self.fake.installation_id(), "environmentId": null})
     }
 
     /// What every session start (`thread/start`, a cold `thread/resume`, `thread/fork`) says

@@ -122,7 +122,10 @@ impl H<'_> {
                     r.setting = setting;
                 }
                 r.store(&mut info);
-                if self.fake.turn_facts.service_tier_not_resumed {
+                // The tier the resume itself asks for is kept (0.163.0, f14).
+                if self.fake.turn_facts.service_tier_not_resumed
+                    && !params["serviceTier"].is_string()
+                {
                     if let Some(t) = info.as_object_mut() {
                         t.remove("serviceTier");
                     }
@@ -150,6 +153,10 @@ impl H<'_> {
             });
         }
         if newly {
+            // The session's start says what it says about the configuration before the thread's
+            // listener reports it idle (0.171.0, f27 and f29).
+            self.session_started(&thread_id);
+            self.warn(&thread_id, std::mem::take(&mut warnings));
             self.notify(
                 "thread/status/changed",
                 json!({"threadId": thread_id, "status": {"type": "idle"}}),
@@ -176,9 +183,6 @@ impl H<'_> {
         self.result(id, result);
         self.report_usage(&thread_id, &info);
         self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
-        if newly {
-            self.session_started(&thread_id);
-        }
         self.warn(&thread_id, warnings);
         Ok(())
     }
@@ -297,13 +301,14 @@ impl H<'_> {
         if with_turns {
             self.hydration_notice();
         }
+        // The fork's session start speaks before its result (0.171.0, f31).
+        self.session_started(&thread_id);
         self.result(id, self.thread_response(&thread_id, &new, with_turns));
         self.report_usage(&thread_id, &new);
         self.notify(
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &new, false)}),
         );
-        self.session_started(&thread_id);
         Ok(())
     }
 

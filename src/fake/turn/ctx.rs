@@ -34,7 +34,7 @@ pub(super) struct Ctx<'a> {
     pub(super) resent: u64,
     /// The turn's diff so far (reported again when the turn ends).
     pub(super) turn_diff: Option<String>,
-    /// A patch of the turn failed: no more `turn/diff/updated` this turn.
+    /// A patch of the turn failed, or an approval cancelled it: no more `turn/diff/updated`.
     pub(super) diff_stopped: bool,
     /// The files the turn's patches wrote, by the path its diff shows: their content before the
     /// turn (None: new) and now.
@@ -346,6 +346,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The response a cancelled approval ends: its usage is counted, but the turn is aborted
+    /// before a version that reports the diff after each response reports it (0.169.0, seed
+    /// 20261202 session 18).
+    pub(super) fn end_cancelled_response(&mut self) {
+        self.diff_stopped = true;
+        self.end_response();
+    }
+
     /// The model's response is complete: usage, then the account's rate limits.
     pub(super) fn end_response(&mut self) {
         if !self.open {
@@ -375,7 +383,7 @@ impl<'a> Ctx<'a> {
             json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
         );
         self.rate_limits();
-        if self.conn.fake.turn_facts.turn_diff_after_each_response {
+        if self.conn.fake.turn_facts.turn_diff_after_each_response && !self.diff_stopped {
             if let Some(diff) = self.turn_diff.clone() {
                 self.notify("turn/diff/updated", json!({"diff": diff}));
             }

@@ -484,7 +484,7 @@ impl<'a> Ctx<'a> {
                         self.completed_unkept(unrun(status), at);
                         self.status(json!({"type": "active", "activeFlags": []}));
                         if d == Decision::Cancel {
-                            self.end_response();
+                            self.end_cancelled_response();
                             return Err(End::Cancelled);
                         }
                         return Ok(());
@@ -680,7 +680,7 @@ impl<'a> Ctx<'a> {
             if status != "completed" {
                 self.completed(merge(&base, json!({"status": status})), at);
                 if decision == Decision::Cancel {
-                    self.end_response();
+                    self.end_cancelled_response();
                     return Err(End::Cancelled);
                 }
                 return Ok(());

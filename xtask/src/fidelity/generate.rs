@@ -720,3 +720,45 @@ impl<'a> Generator<'a> {
                "capabilities": capabilities})
     }
 }
+
+/// The client methods a session sends (the harness's client: its own requests, then the
+/// `after` ones; a recorded client's lines).
+pub fn methods_sent(c: &Case) -> Vec<String> {
+    if let Some(rec) = &c.recorded {
+        return rec
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                codex_wire::harness::ClientStep::Send { line, .. } => {
+                    serde_json::from_str::<Value>(line).ok()
+                }
+                _ => None,
+            })
+            .filter(|m| m.get("id").is_some())
+            .filter_map(|m| m["method"].as_str().map(str::to_string))
+            .collect();
+    }
+    let mut out: Vec<String> = vec!["initialize".into(), "thread/start".into()];
+    let pauses = c.decisions.iter().any(|d| d == "$none");
+    for (flag, method) in [
+        (c.goal.is_some(), "thread/goal/set"),
+        (!c.inputs.is_empty(), "turn/start"),
+        (c.interrupt_on.is_some() || pauses, "turn/interrupt"),
+        (c.steer.is_some(), "turn/steer"),
+        (
+            c.restart_before_turn.is_some() || c.kill_on.is_some(),
+            "thread/resume",
+        ),
+        (c.compact, "thread/compact/start"),
+    ] {
+        if flag {
+            out.push(method.into());
+        }
+    }
+    out.extend(
+        c.after
+            .iter()
+            .filter_map(|r| r["method"].as_str().map(str::to_string)),
+    );
+    out
+}

@@ -1,0 +1,236 @@
+//! The yardstick's own tests: recorded real transcripts broken the ways a wrong fake would break
+//! them, each of which the comparison must report; and every tolerance's kept evidence (a pair
+//! of real-against-real transcripts) the same conversation with the tolerance and not without.
+
+use super::*;
+use serde_json::json;
+use std::path::PathBuf;
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+/// A recorded real transcript's lines (JSON values).
+fn lines(version: &str, name: &str) -> Vec<Value> {
+    let p = corpus()
+        .join(version)
+        .join("turns")
+        .join(format!("{name}.real.jsonl"));
+    std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn text(lines: &[Value]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+fn method_of(l: &Value) -> &str {
+    l["msg"]["method"].as_str().unwrap_or("")
+}
+
+fn position(lines: &[Value], f: impl Fn(&Value) -> bool) -> usize {
+    lines.iter().position(f).expect("the line to break")
+}
+
+fn rposition(lines: &[Value], f: impl Fn(&Value) -> bool) -> usize {
+    lines.iter().rposition(f).expect("the line to break")
+}
+
+/// The comparison reports `broken` against `original`, both ways.
+fn caught(what: &str, original: &[Value], broken: &[Value]) {
+    let (a, b) = (
+        masked(&text(original)).unwrap(),
+        masked(&text(broken)).unwrap(),
+    );
+    compare(&a, &a).unwrap_or_else(|m| panic!("{what}: the original against itself: {}", m.why));
+    assert!(
+        compare(&a, &b).is_err(),
+        "{what}: not caught (A = original)"
+    );
+    assert!(compare(&b, &a).is_err(), "{what}: not caught (A = broken)");
+}
+
+#[test]
+fn a_reply_moved_past_its_turn_s_end_is_caught() {
+    let orig = lines("0.171.0", "03_command_approved");
+    let mut t = orig.clone();
+    let at = position(&t, |l| {
+        l["dir"] == "out" && l["msg"]["id"] == 2 && l["msg"].get("result").is_some()
+    });
+    let reply = t.remove(at);
+    let end = rposition(&t, |l| method_of(l) == "turn/completed");
+    t.insert(end + 1, reply);
+    caught("turn/start result after turn/completed", &orig, &t);
+}
+
+#[test]
+fn an_interrupt_reply_moved_out_of_its_window_is_caught() {
+    let orig = lines("0.171.0", "12_interrupt");
+    let mut t = orig.clone();
+    let at = position(&t, |l| l["dir"] == "out" && l["msg"]["id"] == 3);
+    let reply = t.remove(at);
+    // Back to before the turn's start: no longer among the turn's last messages.
+    let start = position(&t, |l| method_of(l) == "turn/started");
+    t.insert(start, reply);
+    caught("interrupt reply before the turn started", &orig, &t);
+}
+
+#[test]
+fn a_missing_delta_and_an_extra_or_missing_notification_are_caught() {
+    let orig = lines("0.171.0", "08_two_turns");
+    let mut t = orig.clone();
+    t.remove(position(&t, |l| method_of(l) == "item/agentMessage/delta"));
+    caught("a delta left out", &orig, &t);
+    let mut t = orig.clone();
+    let at = position(&t, |l| method_of(l) == "item/completed");
+    let extra = t[at].clone();
+    t.insert(at, extra);
+    caught("an item completed twice", &orig, &t);
+    let mut t = orig.clone();
+    t.remove(rposition(&t, |l| method_of(l) == "turn/started"));
+    caught("a turn/started left out", &orig, &t);
+    let mut t = orig.clone();
+    t.remove(position(&t, |l| method_of(l) == "configWarning"));
+    caught("a background notification left out", &orig, &t);
+}
+
+#[test]
+fn usage_in_the_wrong_turn_is_caught() {
+    let orig = lines("0.171.0", "08_two_turns");
+    let mut t = orig.clone();
+    // The first turn's usage report, moved into the second turn (its content unchanged).
+    let at = position(&t, |l| method_of(l) == "thread/tokenUsage/updated");
+    let usage = t.remove(at);
+    let second = rposition(&t, |l| method_of(l) == "turn/started");
+    t.insert(second + 1, usage);
+    caught("a usage report in the next turn", &orig, &t);
+    // A usage report with other numbers.
+    let mut t = orig.clone();
+    let at = position(&t, |l| method_of(l) == "thread/tokenUsage/updated");
+    t[at]["msg"]["params"]["tokenUsage"]["last"]["inputTokens"] = json!(999);
+    caught("a usage report's numbers", &orig, &t);
+}
+
+#[test]
+fn a_background_notification_moved_far_is_caught() {
+    let orig = lines("0.171.0", "08_two_turns");
+    let mut t = orig.clone();
+    let at = position(&t, |l| method_of(l) == "configWarning");
+    let warning = t.remove(at);
+    let end = rposition(&t, |l| method_of(l) == "turn/completed");
+    t.insert(end, warning);
+    caught("a startup warning at the session's end", &orig, &t);
+}
+
+#[test]
+fn a_wrong_exit_status_and_a_missing_exit_are_caught() {
+    let orig = lines("0.171.0", "17_restart_resume");
+    let mut t = orig.clone();
+    let at = rposition(&t, |l| l["event"] == "exit");
+    t[at]["code"] = json!(1);
+    caught("the last process exiting 1", &orig, &t);
+    let mut t = orig.clone();
+    let at = position(&t, |l| l["event"] == "exit");
+    t.remove(at);
+    caught("a process with no exit (killed)", &orig, &t);
+}
+
+#[test]
+fn a_time_in_other_units_is_caught() {
+    let orig = lines("0.171.0", "03_command_approved");
+    let mut t = orig.clone();
+    let at = position(&t, |l| method_of(l) == "turn/started");
+    t[at]["msg"]["params"]["turn"]["startedAt"] = json!("2026-12-03T10:00:00Z");
+    caught("a start time as a date string", &orig, &t);
+}
+
+#[test]
+fn output_deltas_are_compared_by_their_joined_content() {
+    let item = |out: &str| {
+        json!({"dir": "out", "msg": {"method": "item/completed", "params": {"item": {
+            "type": "commandExecution", "id": "call_1", "aggregatedOutput": out}}}})
+    };
+    let delta = |d: &str| {
+        json!({"dir": "out", "msg": {"method": "item/commandExecution/outputDelta",
+                                     "params": {"itemId": "call_1", "delta": d}}})
+    };
+    let streamed = vec![delta("ab"), delta("c\n"), item("abc\n")];
+    let split_otherwise = vec![delta("a"), delta("bc\n"), item("abc\n")];
+    let quick = vec![item("abc\n")];
+    let tail_only = vec![delta("c\n"), item("abc\n")];
+    let same = |x: &[Value], y: &[Value]| {
+        compare(&masked(&text(x)).unwrap(), &masked(&text(y)).unwrap()).is_ok()
+    };
+    assert!(
+        same(&streamed, &split_otherwise),
+        "the same output, split otherwise"
+    );
+    assert!(
+        same(&streamed, &quick),
+        "streamed against not streamed (the early-exit race)"
+    );
+    assert!(
+        same(&quick, &tail_only),
+        "the output read late streams: its end"
+    );
+    assert!(
+        !same(&streamed, &tail_only),
+        "both streamed, different content"
+    );
+    let wrong = vec![delta("xyz"), item("abc\n")];
+    assert!(
+        !same(&quick, &wrong),
+        "deltas that are not the item's output"
+    );
+}
+
+/// Every tolerance has a kept real-against-real pair that needs it, in some version's
+/// `races/<name>/`, and each kept pair is the same conversation with every tolerance and differs
+/// without its own.
+#[test]
+fn every_tolerance_is_shown_by_a_kept_real_against_real_pair() {
+    let mut shown: Vec<&str> = Vec::new();
+    let mut problems = Vec::new();
+    for p in crate::versions() {
+        let races = corpus().join(p.version).join("races");
+        for t in TOLERANCES {
+            let dir = races.join(t.name);
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut names: Vec<String> = entries
+                .flatten()
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.strip_suffix(".a.jsonl").map(str::to_string)
+                })
+                .collect();
+            names.sort();
+            for n in names {
+                let read = |side: &str| {
+                    let f = dir.join(format!("{n}.{side}.jsonl"));
+                    masked(&std::fs::read_to_string(&f).unwrap()).unwrap()
+                };
+                let (a, b) = (read("a"), read("b"));
+                let label = format!("{}/races/{}/{n}", p.version, t.name);
+                if let Err(m) = compare(&a, &b) {
+                    problems.push(format!("{label}: differs with every tolerance: {}", m.why));
+                }
+                if compare_with(&a, &b, &Rules::without(t.name)).is_ok() {
+                    problems.push(format!("{label}: the same without `{}`", t.name));
+                } else {
+                    shown.push(t.name);
+                }
+            }
+        }
+    }
+    for t in TOLERANCES {
+        if !shown.contains(&t.name) {
+            problems.push(format!("`{}` has no kept real-against-real pair", t.name));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -1,0 +1,156 @@
+//! The account: a login by API key kept in `CODEX_HOME/auth.json` (as codex keeps it, so every
+//! process of the home sees it), and what each account method answers logged out or logged in
+//! that way. Each rule shown by `tests/corpus/turns/41_account_login_logout` on every version.
+//! A ChatGPT login needs the network: not modeled (`account/login/start` answers it with its
+//! recorded result).
+
+use super::view::H;
+use crate::fake::defaults;
+use serde_json::{json, Value};
+
+/// How the home is logged in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Auth {
+    None,
+    ApiKey,
+}
+
+/// What a method gated on a ChatGPT account is refused with, per login: the first part of the
+/// sentence (codex: `codex account authentication required …` logged out, `chatgpt
+/// authentication required …` with an API key) and its end.
+const GATED: &[(&str, &str)] = &[
+    ("account/rateLimits/read", "to read rate limits"),
+    (
+        "account/rateLimitResetCredit/consume",
+        "for rate limit reset credits",
+    ),
+    ("account/usage/read", "to read token usage"),
+    (
+        "account/workspaceMessages/read",
+        "to read workspace messages",
+    ),
+    (
+        "account/sendAddCreditsNudgeEmail",
+        "to notify workspace owner",
+    ),
+];
+
+/// Remote control needs a ChatGPT login.
+const REMOTE_CONTROL: &[&str] = &[
+    "remoteControl/enable",
+    "remoteControl/disable",
+    "remoteControl/client/list",
+    "remoteControl/client/revoke",
+];
+
+impl H<'_> {
+    fn auth_file(&self) -> std::path::PathBuf {
+        self.fake.codex_home.join("auth.json")
+    }
+
+    fn auth(&self) -> Auth {
+        let text = std::fs::read_to_string(self.auth_file()).unwrap_or_default();
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if v["OPENAI_API_KEY"].is_string() {
+            Auth::ApiKey
+        } else {
+            Auth::None
+        }
+    }
+
+    /// `account/read`: a provider that needs no OpenAI login shows no account, whatever the
+    /// login (codex's provider `account_state`).
+    pub(super) fn account_read(&self, id: &Value, _: &Value) -> Result<(), String> {
+        let requires = self.fake.config.requires_openai_auth();
+        let account = match (requires, self.auth()) {
+            (true, Auth::ApiKey) => json!({"type": "apiKey"}),
+            _ => Value::Null,
+        };
+        let v = json!({"account": account, "userId": null, "requiresOpenaiAuth": requires,
+                       "workspaceRouting": null});
+        self.result(id, defaults::shaped(self.fake.protocol, "account/read", v));
+        Ok(())
+    }
+
+    /// The methods a ChatGPT account gates ([`GATED`], [`REMOTE_CONTROL`],
+    /// `accountSession/switch`): refused for the login at hand.
+    pub(super) fn account_gated(&self, method: &str) -> Result<(), String> {
+        let auth = self.auth();
+        if let Some((_, end)) = GATED.iter().find(|(m, _)| *m == method) {
+            return Err(match auth {
+                Auth::None => format!("codex account authentication required {end}"),
+                Auth::ApiKey => format!("chatgpt authentication required {end}"),
+            });
+        }
+        if REMOTE_CONTROL.contains(&method) {
+            return Err(match auth {
+                Auth::None => "remote control requires ChatGPT authentication".into(),
+                Auth::ApiKey => "remote control requires ChatGPT authentication; API key auth \
+                                 is not supported"
+                    .into(),
+            });
+        }
+        Err("Workspace switching requires a managed ChatGPT login".into())
+    }
+
+    /// `account/login/start`: an API key (any, even empty) is kept and the login completes
+    /// after the result; other logins answer with their recorded result.
+    pub(super) fn login_start(&self, id: &Value, p: &Value) -> Result<(), String> {
+        if p["type"] != "apiKey" {
+            self.result(
+                id,
+                defaults::result_for(self.fake.protocol, "account/login/start"),
+            );
+            return Ok(());
+        }
+        let key = p["apiKey"].as_str().unwrap_or_default();
+        let file = json!({"OPENAI_API_KEY": key, "tokens": null, "last_refresh": null});
+        std::fs::write(self.auth_file(), format!("{file:#}"))
+            .map_err(|e| format!("failed to save api key: {e}"))?;
+        self.result(id, json!({"type": "apiKey"}));
+        self.notify(
+            "account/login/completed",
+            json!({"loginId": null, "success": true, "error": null,
+                   "onboardingEntrypoint": null}),
+        );
+        self.notify(
+            "account/updated",
+            json!({"authMode": "apikey", "planType": null, "reason": null}),
+        );
+        Ok(())
+    }
+
+    /// `account/logout`: the login is gone (logged out or not), and the account says so.
+    pub(super) fn logout(&self, id: &Value, _: &Value) -> Result<(), String> {
+        let _ = std::fs::remove_file(self.auth_file());
+        self.result(id, json!({}));
+        self.notify(
+            "account/updated",
+            json!({"authMode": null, "planType": null, "reason": null}),
+        );
+        Ok(())
+    }
+
+    /// `account/login/cancel`: no login is ever pending here.
+    pub(super) fn login_cancel(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let login = p["loginId"].as_str().unwrap_or_default();
+        if uuid::Uuid::parse_str(login).is_err() {
+            return Err(format!("invalid login id: {login}"));
+        }
+        self.result(
+            id,
+            defaults::shaped(
+                self.fake.protocol,
+                "account/login/cancel",
+                json!({"status": "notFound"}),
+            ),
+        );
+        Ok(())
+    }
+
+    /// `remoteControl/status/read`: disabled, as the status the session started with says.
+    pub(super) fn remote_control_status(&self, id: &Value, _: &Value) -> Result<(), String> {
+        self.result(id, self.remote_control_payload());
+        Ok(())
+    }
+}
