@@ -21,6 +21,8 @@ pub const OVERLOADED_MESSAGE: &str = "Server overloaded; retry later.";
 
 /// Marks a handler error the real server answers with `-32603` (internal error).
 pub const INTERNAL_PREFIX: &str = "\u{0}internal:";
+/// Marks a handler's error message as invalid params (`-32602`).
+pub const INVALID_PARAMS_PREFIX: &str = "\u{0}invalid-params:";
 
 /// The process-wide state: files, loaded threads and running turns (shared by connections,
 /// as in the real server).
@@ -264,11 +266,15 @@ impl Conn {
         self.send(json!({"id": id, "result": result}));
     }
 
-    /// A handler's error: `-32600`, or `-32603` for a message marked [`INTERNAL_PREFIX`].
+    /// A handler's error: `-32600`, `-32603` for a message marked [`INTERNAL_PREFIX`], `-32602`
+    /// for one marked [`INVALID_PARAMS_PREFIX`].
     pub fn error(&self, id: &Value, message: String) {
-        let (code, message) = match message.strip_prefix(INTERNAL_PREFIX) {
-            Some(m) => (-32603, m.to_string()),
-            None => (-32600, message),
+        let (code, message) = if let Some(m) = message.strip_prefix(INTERNAL_PREFIX) {
+            (-32603, m.to_string())
+        } else if let Some(m) = message.strip_prefix(INVALID_PARAMS_PREFIX) {
+            (-32602, m.to_string())
+        } else {
+            (-32600, message)
         };
         self.send(json!({"error": {"code": code, "message": message}, "id": id}));
     }

@@ -26,6 +26,8 @@ pub struct TurnFacts {
     /// A fork takes the configured sandbox mode, not its source thread's mode or turn policy
     /// (a permission profile is kept either way).
     pub fork_sandbox_mode_not_kept: bool,
+    /// `memory/status` reports the v2 memory store not ready (`v2Ready: false`).
+    pub memory_v2_not_ready: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

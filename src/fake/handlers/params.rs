@@ -26,6 +26,10 @@ const NOT_MODELED_LIST: &str = "a list filter the fake does not apply (its threa
 const CHATGPT_LOGIN: &str = "a ChatGPT or cloud login needs the network: only API keys log in";
 const GATED: &str = "refused before it is read: no ChatGPT login is ever modeled";
 
+const REFUSED: &str = "refused before it is read: what it names is never started here";
+const FIXED: &str = "the answer depends on nothing the fake models";
+const UNSUPPORTED: &str = "codex does not support the method yet";
+
 /// Per method the fake implements by rule (`handlers::dispatch`), each params field of any
 /// supported version.
 pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
@@ -384,6 +388,174 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         ],
     ),
     ("remoteControl/status/read", &[]),
+    (
+        "command/exec/write",
+        &[
+            ("closeStdin", Read),
+            ("deltaBase64", Read),
+            ("processId", Read),
+        ],
+    ),
+    (
+        "command/exec/resize",
+        &[("processId", Read), ("size", Read)],
+    ),
+    ("command/exec/terminate", &[("processId", Read)]),
+    (
+        "process/writeStdin",
+        &[
+            ("closeStdin", Read),
+            ("deltaBase64", Read),
+            ("processHandle", Read),
+        ],
+    ),
+    (
+        "process/resizePty",
+        &[("processHandle", Read), ("size", Read)],
+    ),
+    ("process/kill", &[("processHandle", Read)]),
+    ("thread/increment_elicitation", &[("threadId", Read)]),
+    ("thread/decrement_elicitation", &[("threadId", Read)]),
+    (
+        "thread/items/read",
+        &[
+            ("itemIds", Read),
+            ("threadId", Unmodeled(REFUSED)),
+            ("turnId", Unmodeled(REFUSED)),
+        ],
+    ),
+    (
+        "thread/inject_items",
+        &[("items", Read), ("threadId", Unmodeled(REFUSED))],
+    ),
+    (
+        "thread/metadata/update",
+        &[
+            ("daybreakEnabled", Read),
+            ("gitInfo", Read),
+            ("projectId", Read),
+            ("threadId", Unmodeled(REFUSED)),
+        ],
+    ),
+    (
+        "thread/queue/start",
+        &[
+            ("queuedSubmissionId", Unmodeled(REFUSED)),
+            ("threadId", Unmodeled(REFUSED)),
+        ],
+    ),
+    ("project/read", &[("projectId", Read)]),
+    (
+        "project/update",
+        &[
+            ("metadata", Unmodeled(REFUSED)),
+            ("name", Unmodeled(REFUSED)),
+            ("projectId", Read),
+            ("roots", Unmodeled(REFUSED)),
+        ],
+    ),
+    (
+        "project/move",
+        &[("beforeProjectId", Unmodeled(REFUSED)), ("projectId", Read)],
+    ),
+    ("project/delete", &[("projectId", Read)]),
+    (
+        "mcpServer/oauth/login",
+        &[
+            ("clientRegistration", Unmodeled(REFUSED)),
+            ("environmentId", Unmodeled(REFUSED)),
+            ("name", Read),
+            ("scopes", Unmodeled(REFUSED)),
+            ("threadId", Unmodeled(REFUSED)),
+            ("timeoutSecs", Unmodeled(REFUSED)),
+        ],
+    ),
+    (
+        "mcpServer/resource/read",
+        &[
+            ("_meta", Unmodeled(REFUSED)),
+            ("connectorId", Unmodeled(REFUSED)),
+            ("environmentId", Unmodeled(REFUSED)),
+            ("originCallId", Unmodeled(REFUSED)),
+            ("server", Read),
+            ("target", Unmodeled(REFUSED)),
+            ("threadId", Unmodeled(REFUSED)),
+            ("uri", Unmodeled(REFUSED)),
+        ],
+    ),
+    (
+        "mcpServer/tool/call",
+        &[
+            ("_meta", Unmodeled(REFUSED)),
+            ("arguments", Unmodeled(REFUSED)),
+            ("environmentId", Unmodeled(REFUSED)),
+            ("server", Read),
+            ("threadId", Unmodeled(REFUSED)),
+            ("tool", Unmodeled(REFUSED)),
+        ],
+    ),
+    (
+        "fuzzyFileSearch/sessionStart",
+        &[("roots", Read), ("sessionId", Unmodeled(REFUSED))],
+    ),
+    (
+        "fuzzyFileSearch/sessionUpdate",
+        &[("query", Unmodeled(REFUSED)), ("sessionId", Read)],
+    ),
+    ("environment/info", &[("environmentId", Read)]),
+    ("environment/status", &[("environmentId", Read)]),
+    ("userVerification/status", &[]),
+    (
+        "memory/status",
+        &[("minConsolidatedThreads", Unmodeled(FIXED))],
+    ),
+    ("windowsSandbox/readiness", &[]),
+    (
+        "thread/prepareApprovedPlan",
+        &[
+            ("attachmentPath", Unmodeled(FIXED)),
+            ("markdown", Unmodeled(FIXED)),
+            ("threadId", Unmodeled(FIXED)),
+        ],
+    ),
+    ("mock/experimentalMethod", &[("value", Read)]),
+    ("modelProvider/capabilities/read", &[]),
+    (
+        "permissionProfile/list",
+        &[
+            ("cursor", Unmodeled(FIXED)),
+            ("cwd", Unmodeled(FIXED)),
+            ("limit", Unmodeled(FIXED)),
+        ],
+    ),
+    (
+        "hooks/list",
+        &[("cwds", Read), ("threadId", Unmodeled(FIXED))],
+    ),
+    (
+        "thread/searchOccurrences",
+        &[
+            ("cursor", Unmodeled(UNSUPPORTED)),
+            ("limit", Unmodeled(UNSUPPORTED)),
+            ("searchTerm", Unmodeled(UNSUPPORTED)),
+            ("threadId", Unmodeled(UNSUPPORTED)),
+        ],
+    ),
+    (
+        "thread/timeline/list",
+        &[
+            ("cursor", Unmodeled(UNSUPPORTED)),
+            ("limit", Unmodeled(UNSUPPORTED)),
+            ("threadId", Unmodeled(UNSUPPORTED)),
+        ],
+    ),
+    (
+        "thread/prediction/request",
+        &[
+            ("sourceTurnId", Unmodeled(UNSUPPORTED)),
+            ("threadId", Unmodeled(UNSUPPORTED)),
+        ],
+    ),
 ];
 
 /// The fields of `params` the fake answers as if absent (given, not null), with why: what a

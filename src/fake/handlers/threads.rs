@@ -431,7 +431,9 @@ impl H<'_> {
     /// default; `turnId` keeps one turn's), with the real server's cursors.
     pub(super) fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
-        if info["ephemeral"] == true {
+        // Nothing to page in an ephemeral thread, nor before the first user message writes the
+        // rollout (0.171.0: 42_method_rules).
+        if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
             self.send(json!({"error": {"code": -32601,
                 "message": "thread/items/list is not supported yet"}, "id": id}));
             return Ok(());

@@ -131,7 +131,13 @@ pub struct Generator<'a> {
     pub rng: Rng,
     schema: &'a Schema,
     notifications: Vec<String>,
+    /// Whether sessions also call the schema's other client methods (`--net wide`).
+    pub wide: bool,
 }
+
+/// Methods the harness's own client sends (a session draws them through its turns, resumes and
+/// read-backs), never drawn as extra calls.
+const DRIVEN: &[&str] = &["initialize", "thread/start", "turn/start"];
 
 /// What a turn's script asked of the client and config (so the session can enable it).
 #[derive(Default)]
@@ -150,6 +156,7 @@ impl<'a> Generator<'a> {
             rng: Rng::new(seed),
             schema,
             notifications: notification_methods(schema),
+            wide: true,
         }
     }
 
@@ -646,6 +653,15 @@ impl<'a> Generator<'a> {
             case.restart_before_turn = Some(1 + self.rng.below(turns - 1));
             case.resume_params = self.params("thread/resume", &["threadId", "history", "path"], 8);
         }
+        if self.wide {
+            // The wide net: some of the schema's other client methods, each with its required
+            // params and a draw of its optional ones (the session's thread where one is named).
+            let n = self.rng.weighted(&[(40, 0), (30, 1), (20, 2), (10, 4)]);
+            for _ in 0..n {
+                let call = self.call();
+                case.after.push(call);
+            }
+        }
         if self.rng.pct(10) {
             case.after.push(self.rng.weighted(&[
                 (
@@ -665,6 +681,39 @@ impl<'a> Generator<'a> {
             ]));
         }
         case
+    }
+
+    /// One call of a client method drawn from the schema (the harness-driven ones aside).
+    pub fn call(&mut self) -> Value {
+        let methods: Vec<crate::gen::Method> = self
+            .schema
+            .methods()
+            .into_iter()
+            .filter(|m| !DRIVEN.contains(&m.name.as_str()))
+            .collect();
+        let m = &methods[self.rng.below(methods.len())];
+        let name = m.name.clone();
+        let mut params = match &m.params {
+            Some(p) => {
+                let n = self.schema.node(p, &m.params_ptr);
+                self.schema.minimal(&n, &name, 0)
+            }
+            None => Value::Null,
+        };
+        if let Value::Object(o) = &mut params {
+            for (k, v) in self.params(&name, &[], 30) {
+                o.insert(k, v);
+            }
+            // The session's own thread, mostly: a method about a thread is about this one.
+            if o.contains_key("threadId") && self.rng.pct(85) {
+                o.insert("threadId".into(), json!("${thread}"));
+            }
+        }
+        let mut req = json!({"method": name});
+        if !params.is_null() {
+            req["params"] = params;
+        }
+        req
     }
 
     fn rng_model(&mut self) -> &'static str {

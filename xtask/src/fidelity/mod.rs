@@ -38,6 +38,10 @@ struct Cli {
     /// How many sessions to generate and run
     #[arg(long, default_value_t = 50)]
     sessions: usize,
+    /// Which methods sessions send: `turns` (the harness's turns, resumes and read-backs) or
+    /// `wide` (those, and calls of every other client method the schema lists)
+    #[arg(long, default_value = "wide", value_parser = ["turns", "wide"])]
+    net: String,
     /// The codex version (default: the newest)
     #[arg(long)]
     version: Option<String>,
@@ -430,6 +434,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         &crate::codex_bin::schema_dir(&version).join("json/codex_app_server_protocol.schemas.json"),
     )?;
     let mut g = generate::Generator::new(&schema, seed);
+    g.wide = cli.net == "wide";
     let cases: Vec<Case> = match &cli.case {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
