@@ -10,6 +10,9 @@
 - ``--codex-real PATH`` (or ``$CODEX_WIRE_REAL_CODEX``): the same tests against the real binary
   driven by the scripted model; a missing binary skips them with the reason.
   ``--codex-version X.Y.Z`` (or ``$CODEX_WIRE_FAKE_VERSION``): the fake answers as that version.
+  ``--codex-version all``: every test that uses the fake runs once per supported version
+  (``codex-wire versions``), the version in its id (``test_turn[0.163.0]``); the ``codex_version``
+  fixture says which. Against a real binary (its own version answers) the tests run once.
 """
 
 from __future__ import annotations
@@ -20,18 +23,20 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from .fake import FakeCodex
+from .fake import FakeCodex, codex_versions
 
 REAL_ENV = "CODEX_WIRE_REAL_CODEX"
 VERSION_ENV = "CODEX_WIRE_FAKE_VERSION"
+ALL = "all"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("codex-wire")
     group.addoption("--codex-real", metavar="PATH", default=None,
                     help=f"run codex_fake tests against this real codex binary (or ${REAL_ENV})")
-    group.addoption("--codex-version", metavar="X.Y.Z", default=None,
-                    help=f"the codex version the fake answers as (or ${VERSION_ENV}; default: the newest)")
+    group.addoption("--codex-version", metavar="X.Y.Z|all", default=None,
+                    help=f"the codex version the fake answers as (or ${VERSION_ENV}; default: the newest); "
+                         f"'{ALL}': each test once per supported version")
 
 
 _REAL_OPTION: list[str] = []
@@ -65,8 +70,50 @@ def _version(config: pytest.Config) -> str | None:
     return config.getoption("--codex-version") or os.environ.get(VERSION_ENV) or None
 
 
+_VERSIONS = pytest.StashKey[list]()
+
+
+def _all_versions(config: pytest.Config) -> list[str]:
+    """The versions ``--codex-version all`` runs (the binary's, asked once a session); [] when the
+    option is not ``all`` or a real binary answers as its own version."""
+    if (_version(config) or "").strip().lower() != ALL or _real(config):
+        return []
+    if _VERSIONS not in config.stash:
+        config.stash[_VERSIONS] = codex_versions()
+    return config.stash[_VERSIONS]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``--codex-version all``: the ``codex_version`` fixture (under ``codex_fake`` and
+    ``codex_fake_factory``) takes every supported version in turn, the version in the test id."""
+    if "codex_version" not in metafunc.fixturenames:
+        return
+    versions = _all_versions(metafunc.config)
+    if not versions:
+        return
+    # A test that parametrizes the version itself keeps its own list.
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        if "codex_version" in (names.replace(" ", "").split(",") if isinstance(names, str) else names):
+            return
+    metafunc.parametrize("codex_version", versions, indirect=True, ids=versions)
+
+
 @pytest.fixture
-def codex_fake_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., FakeCodex]]:
+def codex_version(request: pytest.FixtureRequest) -> str | None:
+    """The codex version the fake answers as in this test: each supported one in turn with
+    ``--codex-version all``, else ``--codex-version`` / ``$CODEX_WIRE_FAKE_VERSION``, else None
+    (the newest)."""
+    param = getattr(request, "param", None)
+    if param:
+        return param
+    version = _version(request.config)
+    return None if (version or "").strip().lower() == ALL else version
+
+
+@pytest.fixture
+def codex_fake_factory(request: pytest.FixtureRequest, tmp_path: Path,
+                       codex_version: str | None) -> Iterator[Callable[..., FakeCodex]]:
     """Makes installs (several per test when a test needs them); each is checked and cleaned up."""
     real = _real(request.config)
     if real and not Path(real).is_file():
@@ -77,7 +124,7 @@ def codex_fake_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
 
     def make(turns: Any = (), **scenario: Any) -> FakeCodex:
         fake = FakeCodex(tmp_path / f"codex-fake-{len(made)}", turns, real=real,
-                         version=_version(request.config), **scenario)
+                         version=codex_version, **scenario)
         made.append(fake)
         return fake
 

@@ -96,3 +96,42 @@ def test_a_recording_plays_as_recorded(codex_fake):
     texts = [m["params"]["item"].get("text") for m in codex_fake.sent("item/completed")
              if m["params"]["item"]["type"] == "agentMessage"]
     assert texts == ["Ran it."]
+
+
+TINY_SUITE = '''
+def test_answers_as_its_version(codex_fake, codex_version):
+    assert codex_fake.version == codex_version
+'''
+
+
+def run_tiny_suite(tmp_path, *args: str) -> str:
+    """A one-test suite of a client team, run by pytest on this plugin; its verbose output."""
+    import os
+    import sys
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text('pytest_plugins = ["codex_wire.plugin"]\n')
+    (suite / "test_tiny.py").write_text(TINY_SUITE)
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_WIRE_FAKE_VERSION", "CODEX_WIRE_REAL_CODEX")}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+                          "--basetemp", str(tmp_path / "base"), *args, "test_tiny.py"],
+                         cwd=suite, env=env, capture_output=True, text=True, timeout=300)
+    return out.stdout + out.stderr
+
+
+def test_codex_version_all_runs_each_test_once_per_supported_version(tmp_path):
+    from codex_wire import codex_versions
+    versions = codex_versions()
+    out = run_tiny_suite(tmp_path, "--codex-version", "all")
+    assert f"{len(versions)} passed" in out, out
+    passed = sorted(line.split("::")[1].split(" ")[0] for line in out.splitlines()
+                    if line.startswith("test_tiny.py::") and "PASSED" in line)
+    assert passed == sorted(f"test_answers_as_its_version[{v}]" for v in versions), out
+
+
+def test_one_codex_version_runs_each_test_once(tmp_path):
+    from codex_wire import codex_versions
+    oldest = codex_versions()[0]
+    out = run_tiny_suite(tmp_path, "--codex-version", oldest)
+    assert "1 passed" in out, out
+    assert "test_tiny.py::test_answers_as_its_version PASSED" in out, out

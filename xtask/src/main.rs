@@ -11,7 +11,8 @@
 //! - `oracle [--record] [--version V]`: the ignored-path oracle (`tests/corpus/V/oracle.jsonl`).
 //! - `sessions [--version V]`: the real server's side of the scripts in `tests/corpus/sessions/`.
 //! - `exactness [--write | --check]`: the README's exactness tables, from every version's corpora.
-//! - `wheel [--debug]`: the pip wheel (the binary and the pytest plugin) into `target/wheels/`.
+//! - `wheel [--debug|--pip-check]`: the pip wheel (the binary and the pytest plugin) into
+//!   `target/wheels/`; `--pip-check`: `pip wheel .` ships the same stripped binary (a CI step).
 //! - `npm [--debug]`: the npm packages (the binary, the Node test helper) into `target/npm/`.
 //! - `add-version V [--from STEP]`: a new codex release, every step of the recipe (`add_version`).
 //! - `test`: install every supported binary, run every test, then the live differentials.
@@ -54,7 +55,8 @@ const USAGE: &str =
   oracle [--record] [--version V]   ignored-path oracle against the real server
   sessions [--version V]   record the real server's side of tests/corpus/sessions/*.jsonl
   exactness [--write|--check]  README's exactness tables from every version's corpora
-  wheel [--debug]          the pip wheel (binary + pytest plugin) into target/wheels/
+  wheel [--debug|--pip-check]  the pip wheel (binary + pytest plugin) into target/wheels/;
+                           --pip-check: `pip wheel .` ships the same stripped binary
   npm [--debug]            the npm packages (binary + Node test helper) into target/npm/
   add-version V [--from S] a new codex release: schema, corpora, turn facts, tables (one command)
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
