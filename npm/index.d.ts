@@ -68,3 +68,30 @@ export function createCodexFake(options?: CodexFakeOptions): Promise<CodexFake>;
 export function binary(): string;
 /** The codex versions the binary speaks, oldest first (the last is the default). */
 export function codexVersions(): string[];
+
+/** What `codexTest` gives each body: its codex version, and a `createCodexFake` answering as it. */
+export interface CodexTestContext {
+  /** The codex version this run of the test is for (in its name: `answer (codex 0.171.0)`). */
+  readonly version: string;
+  /** `createCodexFake` with `version` set; every fake it made is cleaned up when the body ends. */
+  createCodexFake(options?: CodexFakeOptions): Promise<CodexFake>;
+}
+
+export interface CodexTestOptions {
+  /** The codex versions each test runs for: "all" (default: every one `codexVersions()` lists),
+   * "newest", one version, or a list. */
+  versions?: "all" | "newest" | (string & {}) | string[];
+}
+
+/** Registers `name (codex V)` once per version; arguments other than the body pass through in
+ * place (node:test's options before it, jest's and vitest's timeout after it). */
+export interface CodexTest {
+  (name: string, body: (codex: CodexTestContext, ...runnerArgs: any[]) => unknown, ...rest: unknown[]): void;
+  (name: string, options: object, body: (codex: CodexTestContext, ...runnerArgs: any[]) => unknown, ...rest: unknown[]): void;
+  /** The versions each test runs for, oldest first. */
+  readonly versions: string[];
+}
+
+/** One test per codex version: `const codex = codexTest(test, { versions: "all" })`, with the
+ * runner's own `test` (node:test, vitest, jest). */
+export function codexTest(test: (name: string, ...args: any[]) => unknown, options?: CodexTestOptions): CodexTest;

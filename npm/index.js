@@ -252,8 +252,73 @@ async function createCodexFake({ dir, ...options } = {}) {
   return fake;
 }
 
+/** The versions `versions` names: "all", "newest", one version or a list, each one `codexVersions()` lists. */
+function pickVersions(versions) {
+  const supported = codexVersions();
+  if (versions === "all") return supported;
+  if (versions === "newest") return supported.slice(-1);
+  const wanted = typeof versions === "string" ? [versions] : versions;
+  if (!Array.isArray(wanted) || !wanted.length || !wanted.every((v) => typeof v === "string"))
+    throw new TypeError(
+      `versions must be "all", "newest", a codex version or a list of them, not ${JSON.stringify(versions)}`,
+    );
+  for (const v of wanted)
+    if (!supported.includes(v))
+      throw new RangeError(`codex ${v} is not a version this codex-wire speaks (${supported.join(", ")})`);
+  return [...new Set(wanted)];
+}
+
+/**
+ * A test function that registers each test once per codex version, named with its release:
+ * `codexTest(test, { versions: "all" })` with the runner's own `test` (node:test, vitest, jest)
+ * gives `codex(name, body)`, which registers `${name} (codex 0.163.0)`, ... Each body gets
+ * `{ version, createCodexFake }` (a `createCodexFake` answering as that version; every fake it
+ * made is cleaned up when the body ends) before the runner's own arguments (node:test's `t`,
+ * vitest's context). Other arguments pass through in place: `codex(name, { timeout }, body)` for
+ * node:test, `codex(name, body, 20000)` for jest and vitest.
+ */
+function codexTest(test, { versions = "all", ...rest } = {}) {
+  if (typeof test !== "function")
+    throw new TypeError("codexTest(test, options): test is the runner's test function (node:test, vitest, jest)");
+  const unknown = Object.keys(rest);
+  if (unknown.length) throw new TypeError(`codexTest: unknown option ${JSON.stringify(unknown[0])} (versions)`);
+  const chosen = pickVersions(versions);
+  const register = (name, ...args) => {
+    const at = args.findIndex((a) => typeof a === "function");
+    if (typeof name !== "string" || at < 0)
+      throw new TypeError("a codexTest test takes a name and a body: codex(name, [options,] body)");
+    const body = args[at];
+    for (const version of chosen) {
+      const made = [];
+      const context = {
+        version,
+        createCodexFake: async (options = {}) => {
+          const fake = await createCodexFake({ version, ...options });
+          made.push(fake);
+          return fake;
+        },
+      };
+      // `(...runnerArgs)` declares no parameter: jest takes a body that declares one for a
+      // done-callback test.
+      const run = async (...runnerArgs) => {
+        try {
+          return await body(context, ...runnerArgs);
+        } finally {
+          for (const fake of made.splice(0)) await fake.cleanup();
+        }
+      };
+      const passed = [...args];
+      passed[at] = run;
+      test(`${name} (codex ${version})`, ...passed);
+    }
+  };
+  register.versions = chosen;
+  return register;
+}
+
 module.exports = {
   createCodexFake,
+  codexTest,
   CodexFake,
   WireError,
   binary,

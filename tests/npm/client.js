@@ -1,6 +1,6 @@
 "use strict";
-// A raw stdio JSON-RPC client of `codex app-server` (no client library can be installed offline):
-// what an IDE plugin does, in a few lines.
+// A raw stdio JSON-RPC client of `codex app-server`: what an IDE plugin does, in a few lines (a
+// real client library from the registry is driven by suite/ai-sdk.body.mjs).
 const { spawn } = require("node:child_process");
 const readline = require("node:readline");
 
