@@ -4,6 +4,7 @@
 //! error reply it would send, or that it accepts the line, says nothing, or closes; plus the
 //! JSON paths of the keys it silently drops.
 
+pub mod compat;
 pub mod diff;
 pub mod engine;
 pub mod fake;
@@ -15,6 +16,7 @@ pub mod proxy;
 pub mod record;
 pub mod replay;
 pub mod scripted;
+pub mod show;
 pub mod validate;
 
 /// The generated protocol of every supported codex version (crate `codex-wire-protocol`).

@@ -23,6 +23,12 @@ enum Cmd {
     Fake(Box<codex_wire::fake::Cli>),
     /// Compare two transcripts (fake, proxy or scripted runs) under the one masking rule
     Diff(codex_wire::diff::Cli),
+    /// Judge captured traffic by every supported codex release: counts per release, and the
+    /// lines whose verdict changes between releases, with the reason
+    Compat(codex_wire::compat::Cli),
+    /// A transcript as one self-contained HTML page (`codex-wire show T.jsonl -o page.html`),
+    /// optionally aligned with another run (`--against`)
+    Show(codex_wire::show::Cli),
     /// Serve a scenario as a scripted model (Responses API on loopback) for a real codex
     Model(codex_wire::model::Cli),
     /// Run a real `codex app-server` against the scripted model, behind the checking proxy
@@ -65,6 +71,8 @@ fn main() -> ExitCode {
         Cmd::Proxy(c) => codex_wire::proxy::main(c),
         Cmd::Fake(c) => codex_wire::fake::main(*c, &argv[2..]),
         Cmd::Diff(c) => codex_wire::diff::main(c),
+        Cmd::Compat(c) => codex_wire::compat::main(c),
+        Cmd::Show(c) => codex_wire::show::main(c),
         Cmd::Model(c) => codex_wire::model::main(c),
         Cmd::Scripted(c) => codex_wire::scripted::main(c),
         Cmd::Record(c) => codex_wire::record::main(c),
