@@ -419,9 +419,42 @@ impl<'a> Generator<'a> {
                     "cached": self.rng.below(50), "output": 1 + self.rng.below(99),
                     "reasoning": self.rng.below(20)}));
             }
-            steps.push(self.step(needs, i + 1 == n));
+            let step = self.step(needs, i + 1 == n);
+            let edit = match (self.wide, step["path"].as_str(), step["content"].as_str()) {
+                (true, Some(path), Some(content)) if self.rng.pct(40) => {
+                    Some(self.file_edit(path, content))
+                }
+                _ => None,
+            };
+            steps.push(step);
+            steps.extend(edit);
         }
         json!({"steps": steps})
+    }
+
+    /// A patch on a file the turn just wrote: a line updated, the file deleted, or moved (and
+    /// updated on the way).
+    fn file_edit(&mut self, path: &str, content: &str) -> Value {
+        let first = content.lines().next().unwrap_or("");
+        let kind = if first.is_empty() {
+            *self.rng.pick(&["delete", "move"])
+        } else {
+            *self.rng.pick(&["update", "delete", "move", "move_update"])
+        };
+        let to = if path.contains('/') {
+            "moved.txt"
+        } else {
+            "sub/moved.txt"
+        };
+        let body = match kind {
+            "update" => format!("*** Update File: {path}\n@@\n-{first}\n+{first} (edited)\n"),
+            "delete" => format!("*** Delete File: {path}\n"),
+            "move" => format!("*** Update File: {path}\n*** Move to: {to}\n"),
+            _ => format!(
+                "*** Update File: {path}\n*** Move to: {to}\n@@\n-{first}\n+{first} (moved)\n"
+            ),
+        };
+        json!({"kind": "file_change", "patch": format!("*** Begin Patch\n{body}*** End Patch")})
     }
 
     fn decision(&mut self) -> Value {
@@ -515,6 +548,19 @@ impl<'a> Generator<'a> {
         }
         if needs.user_input && self.rng.pct(60) {
             case.features.push("default_mode_request_user_input".into());
+            if self.wide && self.rng.pct(60) {
+                // The user's answer, with content (else the harness answers `{}`).
+                let answer = self.rng.weighted(&[
+                    (3, json!({"answers": {"q1": {"answers": ["Yes"]}}})),
+                    (
+                        1,
+                        json!({"answers": {"q1": {"answers": ["No", "and more ✓"]}}}),
+                    ),
+                    (1, json!({"answers": {"other": {"answers": []}}})),
+                ]);
+                case.replies
+                    .insert("item/tool/requestUserInput".into(), answer);
+            }
         }
         if needs.permissions && self.rng.pct(60) {
             case.features.push("request_permissions_tool".into());
@@ -652,6 +698,39 @@ impl<'a> Generator<'a> {
         if turns >= 2 && self.rng.pct(15) {
             case.restart_before_turn = Some(1 + self.rng.below(turns - 1));
             case.resume_params = self.params("thread/resume", &["threadId", "history", "path"], 8);
+        }
+        if self.wide && self.rng.pct(6) {
+            // A goal first: the server runs turns of its own (one script each) until the model
+            // completes or blocks it, then the client's turns follow.
+            let n = 1 + self.rng.below(2);
+            let mut goal_turns = Vec::new();
+            for i in 0..n {
+                let mut steps = vec![json!({"kind": "message", "text": text(&mut self.rng)})];
+                if self.rng.pct(50) {
+                    steps.push(json!({"kind": "usage", "input": 1 + self.rng.below(40),
+                                      "output": 1 + self.rng.below(40)}));
+                }
+                if i == n - 1 {
+                    let status = *self.rng.pick(&["complete", "blocked"]);
+                    steps.push(json!({"kind": "goal", "status": status}));
+                    if self.rng.pct(50) {
+                        steps.push(json!({"kind": "message", "text": text(&mut self.rng)}));
+                    }
+                }
+                goal_turns.push(json!({"steps": steps}));
+            }
+            if let Some(turns) = case.scenario["turns"].as_array_mut() {
+                goal_turns.append(turns);
+                *turns = goal_turns;
+            }
+            case.goal = Some(
+                self.rng
+                    .pick(&["Write the report", "Fix ✓ the build"])
+                    .to_string(),
+            );
+            if !case.features.iter().any(|f| f == "goals") {
+                case.features.push("goals".into());
+            }
         }
         if self.wide {
             // The wide net: some of the schema's other client methods, each with its required
