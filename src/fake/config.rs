@@ -296,8 +296,6 @@ impl Config {
             .collect()
     }
 
-    /// Whether the configured sandbox is full access (then codex does not warn about a missing
-    /// bubblewrap): `default_permissions` first, then `sandbox_mode`.
     /// Whether the model provider needs an OpenAI login (`account/read`'s `requiresOpenaiAuth`):
     /// the built-in `openai` does, another provider when it says `requires_openai_auth = true`.
     pub fn requires_openai_auth(&self) -> bool {
@@ -310,10 +308,25 @@ impl Config {
                 == Some(true)
     }
 
+    /// Whether the configured sandbox is full access (then codex does not warn about a missing
+    /// bubblewrap): `default_permissions` first, then `sandbox_mode`.
     pub fn full_access(&self) -> bool {
         match self.default_permissions.as_deref() {
             Some(p) => p == ":danger-full-access",
             None => self.sandbox_mode.as_deref() == Some("danger-full-access"),
         }
+    }
+
+    /// The `[model_providers]` the configuration defines, by id (codex's built-in `openai`
+    /// aside).
+    pub fn custom_providers(&self) -> Vec<(&str, &toml::Table)> {
+        get(&self.table, "model_providers")
+            .and_then(toml::Value::as_table)
+            .map(|t| {
+                t.iter()
+                    .filter_map(|(k, v)| Some((k.as_str(), v.as_table()?)))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }

@@ -112,9 +112,13 @@ pub fn result_for(p: &'static Protocol, method: &str) -> Value {
 
 /// `v` (a result of `method`) as the real server writes it: the keys it always sends
 /// (`x: T | null` in its TypeScript) that `v` lacks added as `null`, and every object's keys in
-/// the declaration order of its type.
+/// the declaration order of its type; the keys its types lack left out (a rule written for the
+/// newest version also answers as an older one, which never sends a later field).
 pub fn shaped(p: &'static Protocol, method: &str, mut v: Value) -> Value {
     use codex_wire_protocol::track::JsonPath;
+    if let Some(clean) = schema_clean(p, method, &v) {
+        v = clean;
+    }
     // Each round fills the keys absent so far; a filled `null` opens no new object.
     for _ in 0..4 {
         let mut path = JsonPath::shaping();

@@ -195,6 +195,30 @@ const RULES: &[(&str, Handler)] = &[
         h.fixed(id, "permissionProfile/list", p)
     }),
     ("hooks/list", |h, id, p| h.fixed(id, "hooks/list", p)),
+    ("command/exec", |h, _, p| h.command_exec(p)),
+    ("thread/backgroundTerminals/terminate", |h, id, p| {
+        h.terminate_background(id, p)
+    }),
+    ("mcpServerStatus/list", |h, _, p| {
+        h.on_loaded_thread("mcpServerStatus/list", p)
+    }),
+    ("thread/realtime/appendAudio", |h, id, p| {
+        h.realtime_append_audio(id, p)
+    }),
+    ("thread/queue/update", |h, _, p| h.queue_update(p)),
+    ("thread/settings/update", |h, _, p| h.settings_update(p)),
+    ("plugin/share/list", |h, _, _| {
+        h.plugin_share("plugin/share/list")
+    }),
+    ("plugin/share/delete", |h, _, _| {
+        h.plugin_share("plugin/share/delete")
+    }),
+    ("modelProvider/list", |h, id, p| {
+        h.providers(id, "modelProvider/list", p)
+    }),
+    ("account/gatewayOAuth/read", |h, id, p| {
+        h.providers(id, "account/gatewayOAuth/read", p)
+    }),
 ];
 
 /// The names of [`RULES`].

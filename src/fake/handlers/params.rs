@@ -29,6 +29,8 @@ const GATED: &str = "refused before it is read: no ChatGPT login is ever modeled
 const REFUSED: &str = "refused before it is read: what it names is never started here";
 const FIXED: &str = "the answer depends on nothing the fake models";
 const UNSUPPORTED: &str = "codex does not support the method yet";
+const NOT_RUN: &str = "checked as codex checks it; a command that passes is not run here";
+const NOT_KEPT: &str = "the thread is checked; what it would do there is not modeled";
 
 /// Per method the fake implements by rule (`handlers::dispatch`), each params field of any
 /// supported version.
@@ -532,6 +534,80 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         "hooks/list",
         &[("cwds", Read), ("threadId", Unmodeled(FIXED))],
     ),
+    (
+        "command/exec",
+        &[
+            ("command", Read),
+            ("cwd", Unmodeled(NOT_RUN)),
+            ("disableOutputCap", Read),
+            ("disableTimeout", Read),
+            ("env", Unmodeled(NOT_RUN)),
+            ("outputBytesCap", Read),
+            ("permissionProfile", Read),
+            ("processId", Read),
+            ("sandboxPolicy", Read),
+            ("size", Read),
+            ("streamStdin", Read),
+            ("streamStdoutStderr", Read),
+            ("timeoutMs", Read),
+            ("tty", Read),
+        ],
+    ),
+    (
+        "thread/backgroundTerminals/terminate",
+        &[("processId", Read), ("threadId", Read)],
+    ),
+    (
+        "mcpServerStatus/list",
+        &[
+            ("cursor", Unmodeled(NOT_KEPT)),
+            ("detail", Unmodeled(NOT_KEPT)),
+            ("environmentId", Unmodeled(NOT_KEPT)),
+            ("limit", Unmodeled(NOT_KEPT)),
+            ("serverName", Unmodeled(NOT_KEPT)),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/realtime/appendAudio",
+        &[("audio", Unmodeled(NOT_KEPT)), ("threadId", Read)],
+    ),
+    (
+        "thread/queue/update",
+        &[
+            ("input", Read),
+            ("queuedSubmissionId", Read),
+            ("responsesapiClientMetadata", Unmodeled(REFUSED)),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/settings/update",
+        &[
+            ("approvalPolicy", Unmodeled(NOT_KEPT)),
+            ("approvalsReviewer", Unmodeled(NOT_KEPT)),
+            ("collaborationMode", Unmodeled(NOT_KEPT)),
+            ("cwd", Unmodeled(NOT_KEPT)),
+            ("disabledPluginIds", Unmodeled(NOT_KEPT)),
+            ("effort", Unmodeled(NOT_KEPT)),
+            ("environments", Unmodeled(NOT_KEPT)),
+            ("model", Unmodeled(NOT_KEPT)),
+            ("multiAgentMode", Unmodeled(NOT_KEPT)),
+            ("permissions", Read),
+            ("personality", Unmodeled(NOT_KEPT)),
+            ("sandboxPolicy", Unmodeled(NOT_KEPT)),
+            ("serviceTier", Unmodeled(NOT_KEPT)),
+            ("summary", Unmodeled(NOT_KEPT)),
+            ("threadId", Read),
+        ],
+    ),
+    ("plugin/share/list", &[]),
+    (
+        "plugin/share/delete",
+        &[("remotePluginId", Unmodeled(GATED))],
+    ),
+    ("modelProvider/list", &[]),
+    ("account/gatewayOAuth/read", &[("modelProvider", Read)]),
     (
         "thread/searchOccurrences",
         &[

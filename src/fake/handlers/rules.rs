@@ -6,7 +6,9 @@
 
 use super::view::H;
 use crate::fake::defaults;
+use crate::fake::rpc::INTERNAL_PREFIX;
 use crate::fake::state::lock;
+use base64::Engine;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -77,11 +79,206 @@ impl H<'_> {
             }
             _ => {}
         }
+        // The bytes are decoded before the process is looked up (base64's own error text).
+        if let Some(delta) = p["deltaBase64"].as_str() {
+            if let Err(e) = base64::engine::general_purpose::STANDARD.decode(delta) {
+                return Err(invalid(&format!("invalid deltaBase64: {e}")));
+            }
+        }
         Err(if exec {
             format!("no active command/exec for process id {id:?}")
         } else {
             format!("no active process for process handle {id:?}")
         })
+    }
+
+    /// `command/exec`: what codex refuses before running anything, in its order (app-server
+    /// `command_exec`); a command that would run is not modeled.
+    pub(super) fn command_exec(&self, p: &Value) -> Result<(), String> {
+        let set = |k: &str| !p[k].is_null();
+        let on = |k: &str| p[k] == true;
+        if p["command"].as_array().is_some_and(Vec::is_empty) {
+            return Err("command must not be empty".into());
+        }
+        if set("sandboxPolicy") && set("permissionProfile") {
+            return Err("`permissionProfile` cannot be combined with `sandboxPolicy`".into());
+        }
+        if set("size") && !on("tty") {
+            return Err(invalid("command/exec size requires tty: true"));
+        }
+        if on("disableOutputCap") && set("outputBytesCap") {
+            return Err(invalid(
+                "command/exec cannot set both outputBytesCap and disableOutputCap",
+            ));
+        }
+        if on("disableTimeout") && set("timeoutMs") {
+            return Err(invalid(
+                "command/exec cannot set both timeoutMs and disableTimeout",
+            ));
+        }
+        if let Some(t) = p["timeoutMs"].as_i64().filter(|t| *t < 0) {
+            return Err(invalid(&format!(
+                "command/exec timeoutMs must be non-negative, got {t}"
+            )));
+        }
+        if p["processId"].is_null() && (on("tty") || on("streamStdin") || on("streamStdoutStderr"))
+        {
+            return Err(
+                "command/exec tty or streaming requires a client-supplied processId".into(),
+            );
+        }
+        self.not_modeled("command/exec")
+    }
+
+    /// `thread/backgroundTerminals/terminate`: the process id is read as an `i32` before the
+    /// thread is looked at; no background terminal runs here.
+    pub(super) fn terminate_background(&self, id: &Value, p: &Value) -> Result<(), String> {
+        s(p, "processId")
+            .parse::<i32>()
+            .map_err(|e| format!("invalid background terminal process id: {e}"))?;
+        self.fake.loaded_thread(p)?;
+        self.result(id, json!({"terminated": false}));
+        Ok(())
+    }
+
+    /// Methods on a loaded thread whose answer, once the thread is found, is not modeled
+    /// (`mcpServerStatus/list` only when it names a thread).
+    pub(super) fn on_loaded_thread(&self, method: &str, p: &Value) -> Result<(), String> {
+        if method != "mcpServerStatus/list" || !p["threadId"].is_null() {
+            self.fake.loaded_thread(p)?;
+        }
+        self.not_modeled(method)
+    }
+
+    /// `thread/realtime/appendAudio` on a loaded thread with no realtime conversation (none is
+    /// ever started here): accepted, then the submission fails — the thread turns
+    /// `systemError` and an `error` names the submission as its turn (seen on every version).
+    pub(super) fn realtime_append_audio(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.fake.loaded_thread(p)?;
+        self.result(id, json!({}));
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id]["systemError"] = json!(true));
+        self.notify(
+            "thread/status/changed",
+            json!({"threadId": thread_id, "status": {"type": "systemError"}}),
+        );
+        self.notify(
+            "error",
+            json!({"error": {"message": "conversation is not running",
+                             "codexErrorInfo": "badRequest", "additionalDetails": null,
+                             "misalignment": null},
+                   "willRetry": false, "threadId": thread_id,
+                   "turnId": uuid::Uuid::now_v7().to_string()}),
+        );
+        Ok(())
+    }
+
+    /// `thread/queue/update`: the thread read from its rollout, then the input checked; no
+    /// submission is ever queued here.
+    pub(super) fn queue_update(&self, p: &Value) -> Result<(), String> {
+        self.fake.stored(
+            p,
+            "thread",
+            &format!(
+                "{INTERNAL_PREFIX}failed to read thread: invalid thread-store request: no \
+                 rollout found for thread id "
+            ),
+        )?;
+        if p["input"].as_array().is_none_or(Vec::is_empty) {
+            return Err("only user input can be added to the user-message queue".into());
+        }
+        Err(format!(
+            "queued submission not found: {}",
+            s(p, "queuedSubmissionId")
+        ))
+    }
+
+    /// `thread/settings/update`: a loaded thread, and a named permission profile codex can
+    /// resolve (a built-in, or a `[permissions]` table this fake never has).
+    pub(super) fn settings_update(&self, p: &Value) -> Result<(), String> {
+        self.fake.loaded_thread(p)?;
+        if let Some(name) = p["permissions"].as_str() {
+            const BUILT_IN: [&str; 3] = [":read-only", ":workspace", ":danger-full-access"];
+            if name.starts_with(':') && !BUILT_IN.contains(&name) {
+                return Err(format!(
+                    "failed to load configuration: default_permissions refers to unknown \
+                     built-in profile `{name}`"
+                ));
+            }
+            if !name.starts_with(':') {
+                return Err(
+                    "failed to load configuration: default_permissions requires a \
+                            `[permissions]` table"
+                        .into(),
+                );
+            }
+        }
+        self.not_modeled("thread/settings/update")
+    }
+
+    /// The model providers as codex lists them (`modelProvider/list`: the built-in `openai`,
+    /// then the configured ones; `account/gatewayOAuth/read`: the configured one), for
+    /// providers that need no authentication (one with an `env_key`, a bearer token, headers
+    /// or an OpenAI login is not modeled).
+    pub(super) fn providers(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        let config = &self.fake.config;
+        // Another provider than the configured one is not modeled.
+        if p["modelProvider"]
+            .as_str()
+            .is_some_and(|m| m != config.provider)
+        {
+            return self.not_modeled(method);
+        }
+        let providers = config.custom_providers();
+        const AUTH: [&str; 5] = [
+            "env_key",
+            "experimental_bearer_token",
+            "requires_openai_auth",
+            "http_headers",
+            "auth",
+        ];
+        if providers
+            .iter()
+            .any(|(_, t)| AUTH.iter().any(|k| t.contains_key(*k)))
+        {
+            return self.not_modeled(method);
+        }
+        let name = |id: &str, t: &toml::Table| {
+            t.get("name")
+                .and_then(toml::Value::as_str)
+                .unwrap_or(id)
+                .to_string()
+        };
+        let v = if method == "modelProvider/list" {
+            let mut data = vec![json!({"id": "openai", "name": "OpenAI", "canEdit": false,
+                                       "baseUrl": null, "settings": {"type": "openai"}})];
+            data.extend(providers.iter().map(|(pid, t)| {
+                json!({"id": pid, "name": name(pid, t), "canEdit": true,
+                       "baseUrl": t.get("base_url").and_then(toml::Value::as_str),
+                       "settings": {"type": "customGateway", "auth": {"mode": "none"}}})
+            }));
+            json!({"data": data, "defaultProviderId": config.provider, "canChangeDefault": false})
+        } else {
+            let Some((pid, t)) = providers.iter().find(|(p, _)| *p == config.provider) else {
+                return self.not_modeled(method);
+            };
+            json!({"providerId": pid, "providerName": name(pid, t), "required": false,
+                   "supportsDeviceAuth": false, "status": null, "error": null})
+        };
+        self.result(id, defaults::shaped(self.fake.protocol, method, v));
+        Ok(())
+    }
+
+    /// The remote plugin catalog needs a ChatGPT login, which no login here is.
+    pub(super) fn plugin_share(&self, method: &str) -> Result<(), String> {
+        let what = match method {
+            "plugin/share/list" => "list remote plugin shares",
+            _ => "delete remote plugin share",
+        };
+        Err(format!(
+            "{what}: chatgpt authentication required for remote plugin catalog"
+        ))
     }
 
     /// `thread/increment_elicitation` / `thread/decrement_elicitation`: a per-thread count of

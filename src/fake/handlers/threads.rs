@@ -565,11 +565,18 @@ impl H<'_> {
         params: &Value,
         archive: bool,
     ) -> Result<(), String> {
-        let (thread_id, info) =
-            self.fake
-                .stored(params, "thread", "no rollout found for thread id ")?;
-        if info["ephemeral"] == true {
-            return Err(format!("no rollout found for thread id {thread_id}"));
+        let missing = if archive {
+            "no rollout found for thread id "
+        } else {
+            "no archived rollout found for thread id "
+        };
+        let (thread_id, info) = self.fake.stored(params, "thread", missing)?;
+        if !archive && lock(&self.fake.loaded).contains(&thread_id) {
+            // A loaded thread has its rollout open (codex: the live thread is its writer).
+            return Err(format!("thread {thread_id} already has an active writer"));
+        }
+        if info["ephemeral"] == true || (!archive && info["archived"] != true) {
+            return Err(format!("{missing}{thread_id}"));
         }
         let info = self.fake.store.update(|d| {
             d["threads"][&thread_id]["archived"] = json!(archive);
