@@ -206,7 +206,9 @@ const RULES: &[(&str, Handler)] = &[
         h.realtime_append_audio(id, p)
     }),
     ("thread/queue/update", |h, _, p| h.queue_update(p)),
-    ("thread/settings/update", |h, _, p| h.settings_update(p)),
+    ("thread/settings/update", |h, id, p| {
+        h.settings_update(id, p)
+    }),
     ("plugin/share/list", |h, _, _| {
         h.plugin_share("plugin/share/list")
     }),

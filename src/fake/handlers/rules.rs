@@ -196,7 +196,7 @@ impl H<'_> {
 
     /// `thread/settings/update`: a loaded thread, and a named permission profile codex can
     /// resolve (a built-in, or a `[permissions]` table this fake never has).
-    pub(super) fn settings_update(&self, p: &Value) -> Result<(), String> {
+    pub(super) fn settings_update(&self, id: &Value, p: &Value) -> Result<(), String> {
         self.fake.loaded_thread(p)?;
         if let Some(name) = p["permissions"].as_str() {
             const BUILT_IN: [&str; 3] = [":read-only", ":workspace", ":danger-full-access"];
@@ -214,7 +214,7 @@ impl H<'_> {
                 );
             }
         }
-        self.not_modeled("thread/settings/update")
+        self.thread_settings_update(id, p)
     }
 
     /// The model providers as codex lists them (`modelProvider/list`: the built-in `openai`,

@@ -18,6 +18,39 @@ impl H<'_> {
         thread_id: &str,
         params: &Value,
     ) -> Result<Value, String> {
+        let (next, announce) = self.apply_settings(thread_id, params)?;
+        if let Some(settings) = announce {
+            self.notify(
+                "thread/settings/updated",
+                json!({"threadId": thread_id, "threadSettings": settings}),
+            );
+        }
+        Ok(next)
+    }
+
+    /// `thread/settings/update`: the same settings as a turn's, applied to a loaded thread; the
+    /// real server answers first and announces a change once the thread has applied it (on its
+    /// own task: a client's next request often arrives before the announcement).
+    pub(super) fn thread_settings_update(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.fake.loaded_thread(params)?;
+        let (_, announce) = self.apply_settings(&thread_id, params)?;
+        self.result(id, json!({}));
+        if let Some(settings) = announce {
+            self.notify(
+                "thread/settings/updated",
+                json!({"threadId": thread_id, "threadSettings": settings}),
+            );
+        }
+        Ok(())
+    }
+
+    /// Applies a turn's (or `thread/settings/update`'s) settings to the thread; returns the
+    /// thread and, when what its settings show changed, the settings to announce.
+    fn apply_settings(
+        &self,
+        thread_id: &str,
+        params: &Value,
+    ) -> Result<(Value, Option<Value>), String> {
         let facts = &self.fake.turn_facts;
         let texts = settings::ModeTexts {
             plan: facts.plan_mode_instructions.as_deref(),
@@ -44,13 +77,7 @@ impl H<'_> {
             d["threads"][thread_id] = next.clone();
             Ok::<_, String>((next, settings, changed))
         })?;
-        if changed {
-            self.notify(
-                "thread/settings/updated",
-                json!({"threadId": thread_id, "threadSettings": settings}),
-            );
-        }
-        Ok(next)
+        Ok((next, changed.then_some(settings)))
     }
 
     pub(super) fn goal_set(&self, id: &Value, params: &Value) -> Result<(), String> {
