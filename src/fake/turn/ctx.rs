@@ -4,6 +4,7 @@
 
 use super::ctl::{End, TurnCtl};
 use super::items::{breakdown, context_window, save_turn, turn_error, user_content};
+use super::patch::TurnTracker;
 use super::rollout::Rollout;
 use crate::fake::provider;
 use crate::fake::rpc::Conn;
@@ -32,13 +33,12 @@ pub(super) struct Ctx<'a> {
     pub(super) retries: u64,
     /// Failed requests resent since the last turn-level attempt.
     pub(super) resent: u64,
-    /// The turn's diff so far (reported again when the turn ends).
+    /// The turn's diff so far, None while it is empty (reported again when the turn ends).
     pub(super) turn_diff: Option<String>,
     /// A patch of the turn failed, or an approval cancelled it: no more `turn/diff/updated`.
     pub(super) diff_stopped: bool,
-    /// The files the turn's patches wrote, by the path its diff shows: their content before the
-    /// turn (None: new) and now.
-    pub(super) turn_files: std::collections::BTreeMap<String, (Option<String>, String)>,
+    /// The files the turn's patches touched: the turn's diff.
+    pub(super) tracker: TurnTracker,
     /// A model response is being streamed (its usage not yet reported).
     pub(super) open: bool,
     /// The real rollout's entry ordinals, as far as this turn has written them (see
@@ -100,7 +100,7 @@ impl<'a> Ctx<'a> {
             retries: 0,
             resent: 0,
             turn_diff: None,
-            turn_files: std::collections::BTreeMap::new(),
+            tracker: TurnTracker::default(),
             diff_stopped: false,
             open: false,
             rollout: Rollout::default(),

@@ -8,10 +8,11 @@
 //!
 //! Rooms, each importing only the ones listed before it: `ctl.rs` (a running turn's controls,
 //! how a turn ends), `rollout.rs` (rollout ordinals), `items.rs` (items and turns as the real
-//! server shapes them), `ctx.rs` (a turn as it plays: what it tells the client), `plan.rs` (Plan
-//! mode's split), `exec.rs` (running a command), `patch.rs` (patches and the turn diff),
-//! `tools.rs` (what each tool call does), `stream.rs` (one response's stream), `engine.rs` (the
-//! sampling loop), `mod.rs` (a turn's life: start, closing).
+//! server shapes them), `patch/` (an `apply_patch` as codex verifies and applies it, the turn's
+//! diff), `ctx.rs` (a turn as it plays: what it tells the client), `plan.rs` (Plan mode's
+//! split), `exec.rs` (running a command), `tools.rs` (what each tool call does), `stream.rs` (one
+//! response's stream), `engine.rs` (the sampling loop), `mod.rs` (a turn's life: start,
+//! closing).
 
 mod ctl;
 mod ctx;

@@ -6,7 +6,7 @@ use super::ctl::{Decision, End, Gate};
 use super::ctx::{Ctx, TOOL_DISPATCH};
 use super::exec::run_command;
 use super::items::agent_message;
-use super::patch::{git_diff, patch_files, PatchFile};
+use super::patch;
 use crate::fake::rpc::Conn;
 use crate::fake::settings;
 use crate::fake::shell;
@@ -625,8 +625,9 @@ impl<'a> Ctx<'a> {
         allow
     }
 
-    /// An `apply_patch` call: the real server asks for approval only when a path lies outside
-    /// the sandbox's writable roots, applies the patch, and reports the turn's diff.
+    /// An `apply_patch` call: codex verifies the patch against the files first (a refused one
+    /// makes no item: only the model hears why), asks for approval only when a path it writes
+    /// lies outside the sandbox's writable roots, applies it, and reports the turn's diff.
     pub(super) fn file_change(&mut self, id: &str, input: &str, over: &Params) -> Result<(), End> {
         if self.no_environment() {
             self.rollout.unkept();
@@ -639,24 +640,22 @@ impl<'a> Ctx<'a> {
             return Ok(());
         }
         let cwd = self.cwd();
-        let files = patch_files(input, &cwd);
-        let gate = self.patch_gate(&files, &cwd);
+        let Ok(patch) = patch::verify(input, &cwd) else {
+            self.rollout.unkept();
+            return Ok(());
+        };
+        let gate = self.patch_gate(&patch.written(), &cwd);
         if gate == Gate::Refuse {
             // codex rejects the patch before any item exists; the model is told why.
             self.rollout.unkept();
             return Ok(());
         }
-        let changes: Vec<Value> = files
-            .iter()
-            .map(|f| json!({"path": f.path, "kind": {"type": f.kind}, "diff": f.content}))
-            .collect();
-        let base = json!({"type": "fileChange", "id": id, "changes": changes});
+        let base = json!({"type": "fileChange", "id": id, "changes": patch.item_changes()});
         let at = self.started(&merge(&base, json!({"status": "inProgress"})));
         let mut status = "completed";
         if gate == Gate::Ask && self.auto_review() {
             // The reviewer, not the client, decides a patch too (seen on 0.171.0).
-            let action = json!({"type": "applyPatch", "cwd": cwd,
-                                "files": files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()});
+            let action = json!({"type": "applyPatch", "cwd": cwd, "files": patch.files()});
             if !self.review(id, at, action) {
                 self.completed(merge(&base, json!({"status": "declined"})), at);
                 return Ok(());
@@ -687,11 +686,10 @@ impl<'a> Ctx<'a> {
             }
         }
         // An approved patch is still applied inside a read-only sandbox, which can write a file
-        // where a directory exists but cannot make one: such a patch fails (seen on 0.171.0).
-        let needs_dir = files
-            .iter()
-            .any(|f| f.kind == "add" && Path::new(&f.path).parent().is_some_and(|d| !d.exists()));
-        if gate == Gate::Ask && needs_dir && self.sandbox_type() == "readOnly" {
+        // where a directory exists but cannot make one: such a patch fails (seen on 0.171.0), as
+        // one whose writes fail does.
+        let sandbox_refuses = gate == Gate::Ask && self.sandbox_type() == "readOnly";
+        if (sandbox_refuses && patch.makes_dirs()) || patch.apply(&mut self.tracker).is_err() {
             self.completed(merge(&base, json!({"status": "failed"})), at);
             // The turn's diff is reset once, and no more diffs follow in this turn.
             if self.turn_diff.is_some() && !self.diff_stopped {
@@ -701,33 +699,15 @@ impl<'a> Ctx<'a> {
             return Ok(());
         }
         self.completed(merge(&base, json!({"status": status})), at);
-        for f in &files {
-            if f.kind == "add" {
-                if let Some(dir) = Path::new(&f.path).parent() {
-                    let _ = std::fs::create_dir_all(dir);
-                }
-                // Inside the cwd the diff names the path relative to it.
-                let shown = Path::new(&f.path)
-                    .strip_prefix(&cwd)
-                    .map_or_else(|_| f.path.clone(), path_str);
-                let before = std::fs::read_to_string(&f.path).ok();
-                let _ = std::fs::write(&f.path, &f.content);
-                self.turn_files
-                    .entry(shown)
-                    .and_modify(|(_, now)| now.clone_from(&f.content))
-                    .or_insert((before, f.content.clone()));
-            }
+        // The turn's whole diff after each patch, even when it nets to nothing (a file added
+        // then deleted: `""`, seen on 0.163.0–0.171.0); only a non-empty one is reported again
+        // after a response or at the turn's end.
+        let diff = self.tracker.diff(&cwd);
+        if !self.diff_stopped {
+            let shown = diff.clone().unwrap_or_default();
+            self.notify("turn/diff/updated", json!({"diff": shown}));
         }
-        // The turn's whole diff so far, after each patch.
-        let diff: String = self
-            .turn_files
-            .iter()
-            .map(|(path, (before, now))| git_diff(path, before.as_deref(), now))
-            .collect();
-        if !diff.is_empty() && !self.diff_stopped {
-            self.notify("turn/diff/updated", json!({"diff": diff}));
-            self.turn_diff = Some(diff);
-        }
+        self.turn_diff = diff;
         Ok(())
     }
 
@@ -758,8 +738,10 @@ impl<'a> Ctx<'a> {
     /// 0.171.0 for every policy × sandbox): `untrusted` asks about every patch; full access
     /// applies any; otherwise a write the sandbox does not allow (anything under read-only,
     /// outside the writable roots under workspace-write) is asked about, or refused under
-    /// `never` (and a granular policy without `sandbox_approval`).
-    pub(super) fn patch_gate(&self, files: &[PatchFile], cwd: &str) -> Gate {
+    /// `never` (and a granular policy without `sandbox_approval`). `written`: every path the
+    /// patch writes, a move's destination too (`is_write_patch_constrained_to_writable_paths`;
+    /// `10d_patch_update_delete_move` moves a file out of the cwd and is asked about).
+    pub(super) fn patch_gate(&self, written: &[&Path], cwd: &str) -> Gate {
         let policy = self.approval_policy_value();
         if policy == "untrusted" {
             return Gate::Ask;
@@ -768,16 +750,16 @@ impl<'a> Ctx<'a> {
         if sandbox == "dangerFullAccess" || sandbox == "externalSandbox" {
             return Gate::Run;
         }
-        let writable = |path: &str| {
+        let writable = |path: &Path| {
             sandbox == "workspaceWrite" && {
                 let tmpdir = std::env::var("TMPDIR").unwrap_or_default();
                 [cwd, "/tmp", tmpdir.as_str()]
                     .iter()
                     .filter(|r| !r.is_empty())
-                    .any(|r| Path::new(path).starts_with(r))
+                    .any(|r| path.starts_with(r))
             }
         };
-        if files.iter().all(|f| writable(&f.path)) {
+        if written.iter().all(|p| writable(p)) {
             return Gate::Run;
         }
         let refuses = policy == "never" || policy["granular"]["sandbox_approval"] == false;
