@@ -43,7 +43,7 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/readState/update", |h, id, p| {
         h.read_state_update(id, p)
     }),
-    ("thread/loaded/list", |h, id, _| h.loaded_list(id)),
+    ("thread/loaded/list", |h, id, p| h.loaded_list(id, p)),
     ("thread/unsubscribe", |h, id, p| h.unsubscribe(id, p)),
     ("thread/delete", |h, id, p| h.thread_delete(id, p)),
     ("thread/items/list", |h, id, p| h.items_list(id, p)),
@@ -215,6 +215,23 @@ const RULES: &[(&str, Handler)] = &[
     ("plugin/share/delete", |h, _, _| {
         h.plugin_share("plugin/share/delete")
     }),
+    ("plugin/share/checkout", |h, _, _| {
+        h.plugin_share("plugin/share/checkout")
+    }),
+    ("plugin/share/save", |h, _, _| {
+        h.plugin_share("plugin/share/save")
+    }),
+    ("remoteControl/pairing/start", |h, _, p| {
+        h.pairing("remoteControl/pairing/start", p)
+    }),
+    ("remoteControl/pairing/status", |h, _, p| {
+        h.pairing("remoteControl/pairing/status", p)
+    }),
+    ("experimentalFeature/list", |h, id, p| h.feature_list(id, p)),
+    ("modelProvider/default/set", |h, id, p| {
+        h.default_provider_set(id, p)
+    }),
+    ("thread/attachment/add", |h, _, p| h.attachment_add(p)),
     ("modelProvider/list", |h, id, p| {
         h.providers(id, "modelProvider/list", p)
     }),

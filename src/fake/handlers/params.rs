@@ -174,7 +174,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "thread/loaded/list",
         &[
-            ("cursor", Unmodeled("the loaded threads come in one page")),
+            ("cursor", Read),
             ("limit", Unmodeled("the loaded threads come in one page")),
         ],
     ),
@@ -209,7 +209,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("limit", Read),
             ("modelProviders", Unmodeled(NOT_MODELED_LIST)),
             ("originators", Unmodeled(NOT_MODELED_LIST)),
-            ("parentThreadId", Unmodeled(NOT_MODELED_LIST)),
+            ("parentThreadId", Read),
             ("projectId", Unmodeled(NOT_MODELED_LIST)),
             ("searchTerm", Unmodeled(NOT_MODELED_LIST)),
             ("sectionId", Unmodeled(NOT_MODELED_LIST)),
@@ -598,6 +598,41 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("sandboxPolicy", Read),
             ("serviceTier", Read),
             ("summary", Read),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "plugin/share/checkout",
+        &[("remotePluginId", Unmodeled(GATED))],
+    ),
+    (
+        "plugin/share/save",
+        &[
+            ("discoverability", Unmodeled(GATED)),
+            ("pluginPath", Unmodeled(GATED)),
+            ("remotePluginId", Unmodeled(GATED)),
+            ("shareTargets", Unmodeled(GATED)),
+        ],
+    ),
+    (
+        "remoteControl/pairing/start",
+        &[("manualCode", Unmodeled(GATED))],
+    ),
+    (
+        "remoteControl/pairing/status",
+        &[("manualPairingCode", Read), ("pairingCode", Read)],
+    ),
+    (
+        "experimentalFeature/list",
+        &[("cursor", Read), ("limit", Read), ("threadId", Read)],
+    ),
+    ("modelProvider/default/set", &[("providerId", Read)]),
+    (
+        "thread/attachment/add",
+        &[
+            ("attachmentType", Unmodeled(NOT_KEPT)),
+            ("identityKey", Unmodeled(NOT_KEPT)),
+            ("payload", Unmodeled(NOT_KEPT)),
             ("threadId", Read),
         ],
     ),

@@ -274,11 +274,90 @@ impl H<'_> {
     pub(super) fn plugin_share(&self, method: &str) -> Result<(), String> {
         let what = match method {
             "plugin/share/list" => "list remote plugin shares",
+            "plugin/share/checkout" => "checkout plugin share",
+            "plugin/share/save" => "save remote plugin share",
             _ => "delete remote plugin share",
         };
         Err(format!(
             "{what}: chatgpt authentication required for remote plugin catalog"
         ))
+    }
+
+    /// Remote control pairing: codes are checked first, then remote control must be on — and
+    /// enabling it needs a ChatGPT login, which no login here is.
+    pub(super) fn pairing(&self, method: &str, p: &Value) -> Result<(), String> {
+        if method == "remoteControl/pairing/status"
+            && p["pairingCode"].is_null()
+            && p["manualPairingCode"].is_null()
+        {
+            return Err(
+                "remoteControl/pairing/status requires pairingCode or manualPairingCode".into(),
+            );
+        }
+        Err("remote control pairing requires remote control to be enabled".into())
+    }
+
+    /// `experimentalFeature/list`: the version's feature flags (the captured list), paged by
+    /// offset (`limit` at least one).
+    pub(super) fn feature_list(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let method = "experimentalFeature/list";
+        let all = defaults::result_for(self.fake.protocol, method);
+        let Some(data) = all["data"].as_array() else {
+            return self.not_modeled(method);
+        };
+        let start = match p["cursor"].as_str() {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| format!("invalid cursor: {c}"))?,
+        };
+        if start > data.len() {
+            return Err(format!(
+                "cursor {start} exceeds total feature flags {}",
+                data.len()
+            ));
+        }
+        if let Some(t) = p["threadId"].as_str() {
+            crate::fake::threads::check_uuid(t, "thread")?;
+            // What a thread's own config enables is not modeled.
+            return self.not_modeled(method);
+        }
+        let limit = p["limit"]
+            .as_u64()
+            .map_or(data.len(), |l| (l as usize).max(1));
+        let end = (start + limit).min(data.len());
+        let next = (end < data.len()).then(|| end.to_string());
+        self.result(id, json!({"data": data[start..end], "nextCursor": next}));
+        Ok(())
+    }
+
+    /// `modelProvider/default/set`: a provider the configuration does not define is refused
+    /// as codex's config writer refuses it; setting a defined one is not modeled.
+    pub(super) fn default_provider_set(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let provider = s(p, "providerId");
+        let known = provider == "openai"
+            || self
+                .fake
+                .config
+                .custom_providers()
+                .iter()
+                .any(|(k, _)| *k == provider);
+        if known {
+            return self.not_modeled("modelProvider/default/set");
+        }
+        self.send(json!({"error": {"code": -32600,
+            "data": {"config_write_error_code": "configValidationError"},
+            "message": format!("Model provider `{provider}` is not configured.")}, "id": id}));
+        Ok(())
+    }
+
+    /// `thread/attachment/add`: the thread must exist (refused as invalid params); what an
+    /// attachment does is not modeled.
+    pub(super) fn attachment_add(&self, p: &Value) -> Result<(), String> {
+        self.fake
+            .stored(p, "thread", "thread not found: ")
+            .map_err(|e| invalid(&e))?;
+        self.not_modeled("thread/attachment/add")
     }
 
     /// `thread/increment_elicitation` / `thread/decrement_elicitation`: a per-thread count of

@@ -351,7 +351,11 @@ impl H<'_> {
     /// `thread/readState/update`: marks the thread read (no unread position) or unread (from
     /// its start), guarded by the revision the client saw.
     pub(super) fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        // A thread has a read state once its rollout is written (its first turn).
+        if info["turns"].as_array().is_none_or(Vec::is_empty) {
+            return Err("thread read state unavailable".into());
+        }
         let first = match params["operation"]["type"].as_str() {
             Some("unread") => json!({"type": "threadStart"}),
             _ => Value::Null,
@@ -384,9 +388,17 @@ impl H<'_> {
     }
 
     /// `thread/loaded/list`: the threads this process holds, oldest first.
-    pub(super) fn loaded_list(&self, id: &Value) -> Result<(), String> {
+    /// `thread/loaded/list`: the loaded threads by id, after the cursor (a thread id).
+    pub(super) fn loaded_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let cursor = params["cursor"].as_str();
+        if let Some(c) = cursor {
+            if uuid::Uuid::parse_str(c).is_err() {
+                return Err(format!("invalid cursor: {c}"));
+            }
+        }
         let mut data: Vec<String> = lock(&self.fake.loaded).iter().cloned().collect();
         data.sort();
+        data.retain(|t| cursor.is_none_or(|c| t.as_str() > c));
         self.result(id, json!({"data": data, "nextCursor": null}));
         Ok(())
     }
@@ -431,6 +443,12 @@ impl H<'_> {
     /// default; `turnId` keeps one turn's), with the real server's cursors.
     pub(super) fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        if params["cursor"]["type"] == "item" && !params["turnId"].is_string() {
+            return Err(format!(
+                "{}turnId is required when cursor is an item anchor",
+                crate::fake::rpc::INVALID_PARAMS_PREFIX
+            ));
+        }
         // Nothing to page in an ephemeral thread, nor before the first user message writes the
         // rollout (0.171.0: 42_method_rules).
         if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
@@ -504,6 +522,17 @@ impl H<'_> {
 
     pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let archived = params["archived"].as_bool() == Some(true);
+        // Sub-agent threads are not modeled: no thread here has a parent.
+        let parent = params["parentThreadId"].as_str();
+        if let Some(p) = parent {
+            crate::fake::threads::check_uuid(p, "parent thread")?;
+        }
+        // The cursors are RFC 3339 times (those this list gives out); anything else is refused.
+        if let Some(c) = params["cursor"].as_str() {
+            if !rfc3339(c) {
+                return Err(format!("invalid cursor: {c}"));
+            }
+        }
         let data = self.fake.store.load();
         let mut threads: Vec<(i64, Value, Value)> = data["threads"]
             .as_object()
@@ -511,6 +540,7 @@ impl H<'_> {
             .flatten()
             .filter(|(_, info)| info["archived"].as_bool().unwrap_or(false) == archived)
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
+            .filter(|_| parent.is_none())
             // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
             .filter(|(_, info)| info["preview"].as_str().is_some_and(|p| !p.is_empty()))
             .map(|(tid, info)| {
@@ -756,4 +786,40 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
         v["config"]["model_reasoning_effort"] = info["effort"].clone();
     }
     v
+}
+
+/// Whether `s` has the shape of an RFC 3339 time (`2026-12-03T21:53:20.000Z`, an offset for
+/// `Z`, any fraction).
+fn rfc3339(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let fixed = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && matches!(b[10], b'T' | b't')
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    if !fixed {
+        return false;
+    }
+    let mut rest = &s[19..];
+    if let Some(f) = rest.strip_prefix('.') {
+        let n = f.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return false;
+        }
+        rest = &f[n..];
+    }
+    match rest.as_bytes() {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit()),
+        _ => false,
+    }
 }
