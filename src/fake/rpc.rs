@@ -431,7 +431,18 @@ impl Conn {
                 let m = msg.unwrap_or(Value::Null);
                 let id = verdict.id.as_ref().map_or(Value::Null, crate::Id::to_value);
                 let method = verdict.method.as_deref().unwrap_or_default().to_string();
-                let params = m.get("params").cloned().unwrap_or(Value::Null);
+                let mut params = m.get("params").cloned().unwrap_or(Value::Null);
+                // A field this version drops is as if absent (a rule written for the newest
+                // version reads fields an older one does not know).
+                if let Some(o) = params.as_object_mut() {
+                    for path in &verdict.ignored {
+                        if let Some(key) = path.strip_prefix("$.params.") {
+                            if !key.contains(['.', '[']) {
+                                o.shift_remove(key);
+                            }
+                        }
+                    }
+                }
                 (self.dispatch)(self, &id, &method, &params);
             }
         }

@@ -228,6 +228,11 @@ const RULES: &[(&str, Handler)] = &[
         h.pairing("remoteControl/pairing/status", p)
     }),
     ("experimentalFeature/list", |h, id, p| h.feature_list(id, p)),
+    ("model/list", |h, id, p| h.model_list(id, p)),
+    ("configRequirements/read", |h, id, p| {
+        h.fixed(id, "configRequirements/read", p)
+    }),
+    ("skills/extraRoots/set", |h, id, _| h.skills_extra_roots(id)),
     ("modelProvider/default/set", |h, id, p| {
         h.default_provider_set(id, p)
     }),

@@ -636,6 +636,20 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("threadId", Read),
         ],
     ),
+    (
+        "model/list",
+        &[
+            ("cursor", Read),
+            ("includeHidden", Read),
+            ("limit", Read),
+            ("modelProvider", Read),
+        ],
+    ),
+    ("configRequirements/read", &[]),
+    (
+        "skills/extraRoots/set",
+        &[("extraRoots", Unmodeled(NOT_KEPT))],
+    ),
     ("plugin/share/list", &[]),
     (
         "plugin/share/delete",

@@ -34,6 +34,30 @@ fn sized(p: &Value) -> bool {
         && p["size"]["cols"].as_u64().is_some_and(|c| c > 0)
 }
 
+/// One page of a list codex pages by offset (`experimentalFeature/list`, `model/list`): the
+/// cursor an offset (`invalid cursor: …`, `cursor N exceeds total <what> M`), `limit` at least
+/// one, the next cursor the offset after the page.
+fn offset_page(data: &[Value], p: &Value, what: &str) -> Result<Value, String> {
+    let start = match p["cursor"].as_str() {
+        None => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .map_err(|_| format!("invalid cursor: {c}"))?,
+    };
+    if start > data.len() {
+        return Err(format!(
+            "cursor {start} exceeds total {what} {}",
+            data.len()
+        ));
+    }
+    let limit = p["limit"]
+        .as_u64()
+        .map_or(data.len(), |l| (l as usize).max(1));
+    let end = (start + limit).min(data.len());
+    let next = (end < data.len()).then(|| end.to_string());
+    Ok(json!({"data": data[start..end], "nextCursor": next}))
+}
+
 /// Invalid params (`-32602`), as the real server marks them.
 fn invalid(message: &str) -> String {
     format!("{}{message}", crate::fake::rpc::INVALID_PARAMS_PREFIX)
@@ -305,29 +329,54 @@ impl H<'_> {
         let Some(data) = all["data"].as_array() else {
             return self.not_modeled(method);
         };
-        let start = match p["cursor"].as_str() {
-            None => 0,
-            Some(c) => c
-                .parse::<usize>()
-                .map_err(|_| format!("invalid cursor: {c}"))?,
-        };
-        if start > data.len() {
-            return Err(format!(
-                "cursor {start} exceeds total feature flags {}",
-                data.len()
-            ));
-        }
         if let Some(t) = p["threadId"].as_str() {
+            // The cursor is checked first.
+            offset_page(data, p, "feature flags")?;
             crate::fake::threads::check_uuid(t, "thread")?;
             // What a thread's own config enables is not modeled.
             return self.not_modeled(method);
         }
-        let limit = p["limit"]
-            .as_u64()
-            .map_or(data.len(), |l| (l as usize).max(1));
-        let end = (start + limit).min(data.len());
-        let next = (end < data.len()).then(|| end.to_string());
-        self.result(id, json!({"data": data[start..end], "nextCursor": next}));
+        let page = offset_page(data, p, "feature flags")?;
+        self.result(id, page);
+        Ok(())
+    }
+
+    /// `model/list`: the version's catalog as the real server lists it (captured with its
+    /// hidden models, `tests/corpus/sessions/real_session.jsonl`), the hidden ones only with
+    /// `includeHidden`, paged by offset; a provider the configuration does not define refused.
+    pub(super) fn model_list(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let method = "model/list";
+        if let Some(m) = p["modelProvider"].as_str() {
+            let known = m == "openai"
+                || self
+                    .fake
+                    .config
+                    .custom_providers()
+                    .iter()
+                    .any(|(k, _)| *k == m);
+            if !known {
+                let message = format!(
+                    "This chat uses model provider \u{201c}{m}\u{201d}, which is no longer \
+                     configured. Restore this provider\u{2019}s configuration to continue."
+                );
+                self.send(json!({"error": {"code": -32600,
+                    "data": {"type": "modelProviderNotConfigured", "modelProvider": m},
+                    "message": message}, "id": id}));
+                return Ok(());
+            }
+        }
+        let all = defaults::result_for(self.fake.protocol, method);
+        let Some(data) = all["data"].as_array() else {
+            return self.not_modeled(method);
+        };
+        let hidden = p["includeHidden"] == true;
+        let data: Vec<Value> = data
+            .iter()
+            .filter(|m| hidden || m["hidden"] != true)
+            .cloned()
+            .collect();
+        let page = offset_page(&data, p, "models")?;
+        self.result(id, defaults::shaped(self.fake.protocol, method, page));
         Ok(())
     }
 
@@ -358,6 +407,14 @@ impl H<'_> {
             .stored(p, "thread", "thread not found: ")
             .map_err(|e| invalid(&e))?;
         self.not_modeled("thread/attachment/add")
+    }
+
+    /// `skills/extraRoots/set`: the skills are reloaded (`skills/changed`) before the answer;
+    /// which skills the roots hold is not modeled.
+    pub(super) fn skills_extra_roots(&self, id: &Value) -> Result<(), String> {
+        self.notify("skills/changed", json!({}));
+        self.result(id, json!({}));
+        Ok(())
     }
 
     /// `thread/increment_elicitation` / `thread/decrement_elicitation`: a per-thread count of
@@ -444,6 +501,10 @@ impl H<'_> {
             "mock/experimentalMethod" => json!({"echoed": p["value"]}),
             "environment/status" => json!({"status": "unknown",
                 "error": format!("unknown environment id `{}`", s(p, "environmentId"))}),
+            // No requirements file here; the catalog's models have independent speed tiers.
+            "configRequirements/read" => {
+                json!({"supportsIndependentSpeedModes": true, "requirements": null})
+            }
             "modelProvider/capabilities/read" => {
                 json!({"imageGeneration": true, "webSearch": true})
             }
