@@ -205,7 +205,9 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/realtime/appendAudio", |h, id, p| {
         h.realtime_append_audio(id, p)
     }),
-    ("thread/queue/update", |h, _, p| h.queue_update(p)),
+    ("thread/queue/update", |h, _, p| {
+        h.queue_update("thread/queue/update", p)
+    }),
     ("thread/settings/update", |h, id, p| {
         h.settings_update(id, p)
     }),
@@ -236,7 +238,26 @@ const RULES: &[(&str, Handler)] = &[
     ("modelProvider/default/set", |h, id, p| {
         h.default_provider_set(id, p)
     }),
-    ("thread/attachment/add", |h, _, p| h.attachment_add(p)),
+    ("thread/attachment/add", |h, id, p| {
+        h.attachments(id, "thread/attachment/add", p)
+    }),
+    ("thread/attachment/list", |h, id, p| {
+        h.attachments(id, "thread/attachment/list", p)
+    }),
+    ("thread/attachment/remove", |h, id, p| {
+        h.attachments(id, "thread/attachment/remove", p)
+    }),
+    ("thread/approveGuardianDeniedAction", |h, _, p| {
+        h.approve_denied(p)
+    }),
+    ("thread/guardianReview", |h, _, p| h.guardian_review(p)),
+    ("marketplace/remove", |h, _, p| h.marketplace_remove(p)),
+    ("plugin/skill/read", |h, _, _| {
+        h.plugin_share("plugin/skill/read")
+    }),
+    ("thread/queue/add", |h, _, p| {
+        h.queue_update("thread/queue/add", p)
+    }),
     ("modelProvider/list", |h, id, p| {
         h.providers(id, "modelProvider/list", p)
     }),

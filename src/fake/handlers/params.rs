@@ -650,6 +650,45 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         "skills/extraRoots/set",
         &[("extraRoots", Unmodeled(NOT_KEPT))],
     ),
+    (
+        "thread/attachment/list",
+        &[
+            ("cursor", Unmodeled(NOT_KEPT)),
+            ("limit", Unmodeled(NOT_KEPT)),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/attachment/remove",
+        &[
+            ("attachmentType", Unmodeled(NOT_KEPT)),
+            ("identityKey", Unmodeled(NOT_KEPT)),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/approveGuardianDeniedAction",
+        &[("event", Read), ("threadId", Unmodeled(NOT_KEPT))],
+    ),
+    ("thread/guardianReview", &[("threadId", Read)]),
+    ("marketplace/remove", &[("marketplaceName", Read)]),
+    (
+        "plugin/skill/read",
+        &[
+            ("remoteMarketplaceName", Unmodeled(GATED)),
+            ("remotePluginId", Unmodeled(GATED)),
+            ("skillName", Unmodeled(GATED)),
+        ],
+    ),
+    (
+        "thread/queue/add",
+        &[
+            ("clientUserMessageId", Unmodeled(NOT_KEPT)),
+            ("input", Read),
+            ("responsesapiClientMetadata", Unmodeled(NOT_KEPT)),
+            ("threadId", Read),
+        ],
+    ),
     ("plugin/share/list", &[]),
     (
         "plugin/share/delete",

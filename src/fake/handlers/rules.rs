@@ -200,7 +200,7 @@ impl H<'_> {
 
     /// `thread/queue/update`: the thread read from its rollout, then the input checked; no
     /// submission is ever queued here.
-    pub(super) fn queue_update(&self, p: &Value) -> Result<(), String> {
+    pub(super) fn queue_update(&self, method: &str, p: &Value) -> Result<(), String> {
         self.fake.stored(
             p,
             "thread",
@@ -211,6 +211,9 @@ impl H<'_> {
         )?;
         if p["input"].as_array().is_none_or(Vec::is_empty) {
             return Err("only user input can be added to the user-message queue".into());
+        }
+        if method == "thread/queue/add" {
+            return self.not_modeled(method);
         }
         Err(format!(
             "queued submission not found: {}",
@@ -300,6 +303,7 @@ impl H<'_> {
             "plugin/share/list" => "list remote plugin shares",
             "plugin/share/checkout" => "checkout plugin share",
             "plugin/share/save" => "save remote plugin share",
+            "plugin/skill/read" => "read remote plugin skill details",
             _ => "delete remote plugin share",
         };
         Err(format!(
@@ -400,21 +404,67 @@ impl H<'_> {
         Ok(())
     }
 
-    /// `thread/attachment/add`: the thread must exist (refused as invalid params); what an
-    /// attachment does is not modeled.
-    pub(super) fn attachment_add(&self, p: &Value) -> Result<(), String> {
-        self.fake
-            .stored(p, "thread", "thread not found: ")
-            .map_err(|e| invalid(&e))?;
-        self.not_modeled("thread/attachment/add")
-    }
-
     /// `skills/extraRoots/set`: the skills are reloaded (`skills/changed`) before the answer;
     /// which skills the roots hold is not modeled.
     pub(super) fn skills_extra_roots(&self, id: &Value) -> Result<(), String> {
         self.notify("skills/changed", json!({}));
         self.result(id, json!({}));
         Ok(())
+    }
+
+    /// `thread/approveGuardianDeniedAction`: the event is read first (serde's first missing
+    /// field); approving one is not modeled (no reviewer denies anything here unasked).
+    pub(super) fn approve_denied(&self, p: &Value) -> Result<(), String> {
+        for field in ["id", "status"] {
+            if p["event"].get(field).is_none() {
+                return Err(format!(
+                    "invalid Guardian denial event: missing field `{field}`"
+                ));
+            }
+        }
+        self.not_modeled("thread/approveGuardianDeniedAction")
+    }
+
+    /// `thread/guardianReview` on a loaded thread: before its first turn there is no call to
+    /// review.
+    pub(super) fn guardian_review(&self, p: &Value) -> Result<(), String> {
+        let (_, info) = self.fake.loaded_thread(p)?;
+        if info["turns"].as_array().is_none_or(Vec::is_empty) {
+            return Err("expected a final plaintext exec_command, apply_patch, \
+                        request_permissions, or MCP call"
+                .into());
+        }
+        self.not_modeled("thread/guardianReview")
+    }
+
+    /// `marketplace/remove`: no marketplace is configured or installed here.
+    pub(super) fn marketplace_remove(&self, p: &Value) -> Result<(), String> {
+        let name = s(p, "marketplaceName");
+        if name.is_empty() {
+            return Err("invalid marketplace name: must not be empty".into());
+        }
+        Err(format!(
+            "marketplace `{name}` is not configured or installed"
+        ))
+    }
+
+    /// A thread's attachments live in its rollout's store: a thread without one (unknown, or
+    /// before its first turn) is not found, refused as invalid params; `thread/attachment/list`
+    /// lists none for any well-formed id.
+    pub(super) fn attachments(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        let thread_id = s(p, "threadId");
+        crate::fake::threads::check_uuid(thread_id, "thread").map_err(|e| invalid(&e))?;
+        if method == "thread/attachment/list" {
+            self.result(id, json!({"data": [], "nextCursor": null}));
+            return Ok(());
+        }
+        let written = self.fake.store.load()["threads"][thread_id]["turns"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty());
+        if !written {
+            return Err(invalid(&format!("thread not found: {thread_id}")));
+        }
+        self.not_modeled(method)
     }
 
     /// `thread/increment_elicitation` / `thread/decrement_elicitation`: a per-thread count of
