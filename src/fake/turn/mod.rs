@@ -122,6 +122,17 @@ pub fn start(conn: &Arc<Conn>, thread_id: &str, kind: ServerTurn) -> Result<Stri
             (Play::Compaction, false)
         }
     };
+    if goal {
+        // A goal's turn works from its objective, which a thread with no user text yet takes
+        // as its preview (a resume or a list shows it; 28b_goal_continuations).
+        conn.fake.store.update(|d| {
+            let t = &mut d["threads"][thread_id];
+            let objective = t["goal"]["objective"].clone();
+            if t["preview"].as_str().is_none_or(str::is_empty) && objective.is_string() {
+                t["preview"] = objective;
+            }
+        });
+    }
     let (ctl, started) = register(thread_id);
     let turn_id = ctl.turn_id();
     spawn(conn, ctl, started, None, play, goal);
