@@ -562,9 +562,9 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         &[
             ("cursor", Unmodeled(NOT_KEPT)),
             ("detail", Unmodeled(NOT_KEPT)),
-            ("environmentId", Unmodeled(NOT_KEPT)),
+            ("environmentId", Read),
             ("limit", Unmodeled(NOT_KEPT)),
-            ("serverName", Unmodeled(NOT_KEPT)),
+            ("serverName", Read),
             ("threadId", Read),
         ],
     ),

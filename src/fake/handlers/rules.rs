@@ -168,6 +168,12 @@ impl H<'_> {
     /// Methods on a loaded thread whose answer, once the thread is found, is not modeled
     /// (`mcpServerStatus/list` only when it names a thread).
     pub(super) fn on_loaded_thread(&self, method: &str, p: &Value) -> Result<(), String> {
+        if method == "mcpServerStatus/list"
+            && !p["environmentId"].is_null()
+            && (p["serverName"].is_null() || p["threadId"].is_null())
+        {
+            return Err("environmentId requires serverName and threadId".into());
+        }
         if method != "mcpServerStatus/list" || !p["threadId"].is_null() {
             self.fake.loaded_thread(p)?;
         }

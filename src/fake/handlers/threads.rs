@@ -12,15 +12,16 @@ impl H<'_> {
     /// A new thread's stored info from `thread/start` (or `fork`) params, and the `warning`s
     /// its start sends.
     pub(super) fn new_thread_info(&self, params: &Value) -> Result<(Value, Vec<String>), String> {
-        if let Some(p) = params["projectId"].as_str() {
-            return Err(format!("project not found: {p}"));
-        }
         let resolved = settings::for_start(
             &self.fake.config,
             &self.fake.catalog,
             &self.fake.cwd,
             params,
         )?;
+        // Checked after the params' own consistency (`permissions` with `sandbox` first).
+        if let Some(p) = params["projectId"].as_str() {
+            return Err(format!("project not found: {p}"));
+        }
         let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
         if ephemeral && !params["daybreakEnabled"].is_null() {
             return Err("daybreakEnabled is not supported for ephemeral threads".into());
@@ -314,6 +315,13 @@ impl H<'_> {
 
     pub(super) fn thread_read(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        // A thread that never ran a turn has no rollout: another process knows nothing of it.
+        if info["turns"].as_array().is_none_or(Vec::is_empty)
+            && info["historyMode"].as_str() != Some("legacy")
+            && !lock(&self.fake.loaded).contains(&thread_id)
+        {
+            return Err(format!("thread not loaded: {thread_id}"));
+        }
         let with_turns = params["includeTurns"].as_bool() == Some(true);
         if with_turns && info["ephemeral"] == true {
             return Err("ephemeral threads do not support includeTurns".into());
