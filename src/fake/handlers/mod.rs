@@ -251,6 +251,23 @@ const RULES: &[(&str, Handler)] = &[
         h.approve_denied(p)
     }),
     ("thread/guardianReview", |h, _, p| h.guardian_review(p)),
+    ("thread/section/move", |h, _, p| h.section_move(p)),
+    ("mcpServer/event/stream/start", |_, _, _| {
+        Err("MCP event subscriptions are only supported for hosted apps".into())
+    }),
+    ("thread/realtime/list", |h, id, p| h.realtime_list(id, p)),
+    ("thread/revert", |h, _, p| h.revert(p)),
+    ("thread/sample", |h, _, p| h.sample(p)),
+    ("turn/settings/update", |h, _, p| h.turn_settings(p)),
+    ("userVerification/enroll", |h, id, _| {
+        h.user_verification(id, "userVerification/enroll")
+    }),
+    ("userVerification/delete", |h, id, _| {
+        h.user_verification(id, "userVerification/delete")
+    }),
+    ("userVerification/verify", |h, id, _| {
+        h.user_verification(id, "userVerification/verify")
+    }),
     ("marketplace/remove", |h, _, p| h.marketplace_remove(p)),
     ("plugin/skill/read", |h, _, _| {
         h.plugin_share("plugin/skill/read")

@@ -473,6 +473,91 @@ impl H<'_> {
         self.not_modeled(method)
     }
 
+    /// `thread/section/move`: no section exists here (moving out of one is not modeled).
+    pub(super) fn section_move(&self, p: &Value) -> Result<(), String> {
+        self.fake.stored(p, "thread", "thread not found: ")?;
+        match p["sectionId"].as_str() {
+            Some(section) => Err(format!("section {section} does not exist")),
+            None => self.not_modeled("thread/section/move"),
+        }
+    }
+
+    /// `thread/realtime/list` on a loaded thread with no realtime session (none runs here):
+    /// no cursor is known; before the first turn, the empty snapshot.
+    pub(super) fn realtime_list(&self, id: &Value, p: &Value) -> Result<(), String> {
+        crate::fake::threads::check_uuid(s(p, "threadId"), "thread")?;
+        let Ok((_, info)) = self.fake.loaded_thread(p) else {
+            return self.not_modeled("thread/realtime/list");
+        };
+        if !p["cursor"].is_null() {
+            return Err("invalid realtime cursor".into());
+        }
+        if info["turns"].as_array().is_some_and(|t| !t.is_empty()) {
+            return self.not_modeled("thread/realtime/list");
+        }
+        self.result(
+            id,
+            json!({"data": [], "nextCursor": null, "snapshotEnd": 1,
+                   "projectedThroughItemIndex": 1, "coverage": "ready"}),
+        );
+        Ok(())
+    }
+
+    /// `thread/revert`: a well-formed id of a thread that exists; reverting (0.163.0 unloads the
+    /// thread first, later versions look for the turn) is not modeled.
+    pub(super) fn revert(&self, p: &Value) -> Result<(), String> {
+        self.fake.stored(p, "thread", "thread not found: ")?;
+        self.not_modeled("thread/revert")
+    }
+
+    /// `thread/sample`: a loaded source whose latest finished turn is the expected one; the
+    /// sample itself is not modeled.
+    pub(super) fn sample(&self, p: &Value) -> Result<(), String> {
+        // The id is parsed bare here: the uuid error without codex's usual prefix.
+        uuid::Uuid::parse_str(s(p, "threadId")).map_err(|e| e.to_string())?;
+        let Ok((_, info)) = self.fake.loaded_thread(p) else {
+            return Err("thread/sample requires a loaded source".into());
+        };
+        let latest = info["turns"]
+            .as_array()
+            .and_then(|t| t.iter().rev().find(|t| t["status"] != "inProgress"))
+            .map(|t| t["id"].clone());
+        if latest.as_ref() != Some(&p["expectedTurnId"]) {
+            return Err("sample source turn must be the latest finished turn".into());
+        }
+        self.not_modeled("thread/sample")
+    }
+
+    /// `turn/settings/update`: the thread, then the feature that allows it.
+    pub(super) fn turn_settings(&self, p: &Value) -> Result<(), String> {
+        self.fake.loaded_thread(p)?;
+        if !self
+            .fake
+            .config
+            .features
+            .iter()
+            .any(|f| f == "step_model_switching")
+        {
+            return Err("turn settings updates require the step_model_switching feature".into());
+        }
+        self.not_modeled("turn/settings/update")
+    }
+
+    /// User verification needs a platform provider this build does not have: enrolling and
+    /// deleting are unavailable; a challenge to verify is refused as invalid.
+    pub(super) fn user_verification(&self, id: &Value, method: &str) -> Result<(), String> {
+        let error = if method == "userVerification/verify" {
+            json!({"code": -32602, "data": {"type": "invalidRequest", "reason": "invalidParams"},
+                   "message": "Invalid verification challenge or display text."})
+        } else {
+            json!({"code": -32603,
+                   "data": {"type": "unavailable", "reason": "providerUnavailable"},
+                   "message": "User verification is not available in this build or account."})
+        };
+        self.send(json!({"error": error, "id": id}));
+        Ok(())
+    }
+
     /// `thread/increment_elicitation` / `thread/decrement_elicitation`: a per-thread count of
     /// out-of-band elicitations the client holds open, kept by this process; the thread is
     /// paused while it is above zero.
