@@ -109,6 +109,28 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("{}: fake run: {e}", case.name))?;
         Ok(match compare(&real, &fake) {
             Ok(()) => (said + &format!("  {:<40} identical", case.name), false),
+            // A difference is excused only by the real server itself (fidelity's strict
+            // verdict): the fake equals the recorded real run, or a second live one.
+            Err(e) if !record && recorded.exists() && compare(&recorded, &fake).is_ok() => (
+                said + &format!(
+                    "  {:<40} identical to the recorded real run (the live one raced: {e})",
+                    case.name
+                ),
+                false,
+            ),
+            Err(e) if !record => {
+                let again = real_run(case, &bin, &codex, &work)?;
+                match compare(&again, &fake) {
+                    Ok(()) => (
+                        said + &format!(
+                            "  {:<40} identical to a second real run (the first raced: {e})",
+                            case.name
+                        ),
+                        false,
+                    ),
+                    Err(_) => (said + &format!("  {:<40} {e}", case.name), true),
+                }
+            }
             Err(e) => (said + &format!("  {:<40} {e}", case.name), true),
         })
     };

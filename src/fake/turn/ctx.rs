@@ -300,6 +300,15 @@ impl<'a> Ctx<'a> {
     /// The model's `update_goal` (a `goal` step): the thread's goal takes the status, no item
     /// (without a goal codex answers the model with an error and the client sees nothing).
     pub(super) fn goal_update(&self, status: &str) {
+        // The response's tokens, already known when codex runs the tool, are charged to the
+        // goal first (its own `thread/goal/updated`), before the status changes and before the
+        // response's usage is reported (0.171.0, fidelity seed 990006 session 59).
+        if let Some(u) = &self.usage {
+            let spent = u.input_tokens - u.cached() + u.output_tokens;
+            if spent > 0 {
+                self.goal_charge(spent);
+            }
+        }
         let thread_id = self.ctl.thread_id.clone();
         let goal = self.conn.fake.store.update(|d| {
             let g = &mut d["threads"][&thread_id]["goal"];
