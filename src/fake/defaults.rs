@@ -376,6 +376,20 @@ fn fill(s: &Schema, node: &Value, depth: usize, path_like: bool, pick: Option<u6
     }
 }
 
+/// The methods whose default answer is the real server's result from the captured session
+/// (`tests/corpus/<V>/real_session.jsonl`), sorted.
+pub fn captured_methods(p: &'static Protocol) -> Vec<String> {
+    const LIVE: &[&str] = &["thread/start", "initialize", "skills/list"];
+    let mut m: Vec<String> = schema(p)
+        .captured
+        .keys()
+        .filter(|k| !LIVE.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    m.sort();
+    m
+}
+
 /// Every client request method the schema knows, for tests.
 pub fn methods(p: &'static Protocol) -> Vec<String> {
     let mut m: Vec<String> = schema(p).responses.keys().cloned().collect();

@@ -21,7 +21,10 @@ mod turn;
 mod turn_facts;
 
 pub use cli::{AppServer, Args, Cli, CodexOptions, Command, GRANDCHILD_RELEASE};
-pub use defaults::{methods as default_methods, minimal_of, result_for as default_result};
+pub use defaults::{
+    captured_methods, methods as default_methods, minimal_of, result_for as default_result,
+};
+pub use handlers::ruled_methods;
 pub use turn_facts::{TurnFacts, TURN_FACTS_ENV};
 
 use std::path::PathBuf;

@@ -283,6 +283,13 @@ const RULES: &[(&str, Handler)] = &[
     }),
 ];
 
+/// The methods the fake answers by rule (the others: their captured or minimal result).
+pub fn ruled_methods() -> Vec<&'static str> {
+    let mut m: Vec<&'static str> = RULES.iter().map(|(name, _)| *name).collect();
+    m.sort_unstable();
+    m
+}
+
 /// The names of [`RULES`].
 #[cfg(test)]
 const RULED: [&str; RULES.len()] = {
