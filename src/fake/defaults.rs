@@ -390,6 +390,22 @@ pub fn captured_methods(p: &'static Protocol) -> Vec<String> {
     m
 }
 
+/// The system skills the captured session's `skills/list` showed (codex installs them into
+/// `CODEX_HOME/skills/.system` at start), with the `CODEX_HOME` they were listed under.
+pub fn captured_system_skills(p: &'static Protocol) -> Option<(String, Vec<Value>)> {
+    let s = schema(p);
+    let home = s.captured.get("initialize")?["codexHome"]
+        .as_str()?
+        .to_string();
+    let skills = s.captured.get("skills/list")?["data"][0]["skills"]
+        .as_array()?
+        .iter()
+        .filter(|k| k["scope"] == "system")
+        .cloned()
+        .collect();
+    Some((home, skills))
+}
+
 /// Every client request method the schema knows, for tests.
 pub fn methods(p: &'static Protocol) -> Vec<String> {
     let mut m: Vec<String> = schema(p).responses.keys().cloned().collect();

@@ -235,6 +235,7 @@ const RULES: &[(&str, Handler)] = &[
         h.fixed(id, "configRequirements/read", p)
     }),
     ("skills/extraRoots/set", |h, id, _| h.skills_extra_roots(id)),
+    ("skills/list", |h, id, p| h.skills_list(id, p)),
     ("modelProvider/default/set", |h, id, p| {
         h.default_provider_set(id, p)
     }),

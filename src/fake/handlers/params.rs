@@ -766,6 +766,16 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("title", Unmodeled(REFUSED)),
         ],
     ),
+    (
+        "skills/list",
+        &[
+            ("cwds", Read),
+            (
+                "forceReload",
+                Unmodeled("nothing is cached here: every list is fresh"),
+            ),
+        ],
+    ),
     ("plugin/share/list", &[]),
     (
         "plugin/share/delete",
