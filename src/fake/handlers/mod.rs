@@ -236,6 +236,17 @@ const RULES: &[(&str, Handler)] = &[
     }),
     ("skills/extraRoots/set", |h, id, _| h.skills_extra_roots(id)),
     ("skills/list", |h, id, p| h.skills_list(id, p)),
+    ("plugin/install", |h, _, p| h.plugin_install(p)),
+    ("plugin/uninstall", |h, _, p| h.plugin_uninstall(p)),
+    ("threadSection/list", |h, id, p| {
+        h.thread_section(id, "threadSection/list", p)
+    }),
+    ("threadSection/update", |h, id, p| {
+        h.thread_section(id, "threadSection/update", p)
+    }),
+    ("threadSection/delete", |h, id, p| {
+        h.thread_section(id, "threadSection/delete", p)
+    }),
     ("modelProvider/default/set", |h, id, p| {
         h.default_provider_set(id, p)
     }),

@@ -776,6 +776,29 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ),
         ],
     ),
+    (
+        "plugin/install",
+        &[
+            ("installAttemptId", Unmodeled(NOT_KEPT)),
+            ("marketplacePath", Read),
+            ("pluginName", Unmodeled(NOT_KEPT)),
+            ("remoteMarketplaceName", Read),
+        ],
+    ),
+    ("plugin/uninstall", &[("pluginId", Read)]),
+    (
+        "threadSection/list",
+        &[("cursor", Unmodeled(FIXED)), ("limit", Unmodeled(FIXED))],
+    ),
+    (
+        "threadSection/update",
+        &[
+            ("appearance", Unmodeled(NOT_KEPT)),
+            ("name", Unmodeled(NOT_KEPT)),
+            ("sectionId", Read),
+        ],
+    ),
+    ("threadSection/delete", &[("sectionId", Read)]),
     ("plugin/share/list", &[]),
     (
         "plugin/share/delete",

@@ -69,6 +69,9 @@ fn rehome(v: &mut Value, from: &str, to: &str) {
     }
 }
 
+/// The id of codex's built-in "Pinned" thread section (the same on every version and run).
+const PINNED_SECTION: &str = "01984de2-8f74-7c91-a3b2-5c5e937cf318";
+
 /// Invalid params (`-32602`), as the real server marks them.
 fn invalid(message: &str) -> String {
     format!("{}{message}", crate::fake::rpc::INVALID_PARAMS_PREFIX)
@@ -607,6 +610,54 @@ impl H<'_> {
             .collect();
         self.result(id, json!({"data": data}));
         Ok(())
+    }
+
+    /// `plugin/install`: one source exactly; a remote one needs a ChatGPT login, a local
+    /// marketplace file must exist (installing from one is not modeled).
+    pub(super) fn plugin_install(&self, p: &Value) -> Result<(), String> {
+        let (path, remote) = (p["marketplacePath"].as_str(), &p["remoteMarketplaceName"]);
+        match (path, remote.is_null()) {
+            (Some(_), false) | (None, true) => Err("plugin/install requires exactly one of \
+                                                    marketplacePath or remoteMarketplaceName"
+                .into()),
+            (None, false) => Err("read remote plugin details before install: chatgpt \
+                                  authentication required for remote plugin catalog"
+                .into()),
+            (Some(path), true) if !std::path::Path::new(path).exists() => {
+                Err(format!("marketplace file `{path}` does not exist"))
+            }
+            _ => self.not_modeled("plugin/install"),
+        }
+    }
+
+    /// `plugin/uninstall`: an id without `@marketplace` names a remote plugin, which needs a
+    /// ChatGPT login; uninstalling a local one that is not installed answers as recorded.
+    pub(super) fn plugin_uninstall(&self, p: &Value) -> Result<(), String> {
+        if !s(p, "pluginId").contains('@') {
+            return Err(
+                "resolve remote plugin before uninstall: chatgpt authentication required \
+                        for remote plugin catalog"
+                    .into(),
+            );
+        }
+        self.not_modeled("plugin/uninstall")
+    }
+
+    /// Thread sections: codex's built-in "Pinned" section, and no other here.
+    pub(super) fn thread_section(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        if method == "threadSection/list" {
+            self.result(
+                id,
+                json!({"data": [{"id": PINNED_SECTION, "name": "Pinned", "appearance": null}],
+                       "nextCursor": null}),
+            );
+            return Ok(());
+        }
+        let section = s(p, "sectionId");
+        if section == PINNED_SECTION {
+            return self.not_modeled(method);
+        }
+        Err(invalid(&format!("thread section not found: {section}")))
     }
 
     /// `thread/increment_elicitation` / `thread/decrement_elicitation`: a per-thread count of
