@@ -1,6 +1,6 @@
 //! `cargo xtask add-version V [--from STEP]`: adds codex release V beside the others, every step
 //! of the README recipe in order — schema (and changelogs), conformance, oracle, sessions, turns,
-//! the turn facts, the exactness tables — and stops at the first step that needs a person,
+//! the turn facts, the exactness tables and docs/methods.md — and stops at the first step that needs a person,
 //! saying which fact, where it goes and how to check it. `--from STEP` resumes there.
 //! `--try` runs the whole recipe, then `cargo xtask test`, on a copy of this tree (CI does, for
 //! a release the tree does not have, so the recipe cannot rot unseen).
@@ -73,7 +73,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
             // Recorded now; the fake is compared with the recordings once its facts are known.
             "turns" => crate::turns::record(&version, &[]),
             "facts" => derive_facts(&version),
-            "exactness" => crate::exactness::main(&["--write".into()]),
+            "exactness" => {
+                crate::exactness::main(&["--write".into()]).and_then(|()| method_table())
+            }
             _ => unreachable!(),
         };
         result.map_err(|e| {
@@ -459,4 +461,20 @@ fn shared_reason(version: &str, name: &str) -> Result<Option<String>, String> {
         reason = Some(line[name.len()..].trim().to_string());
     }
     Ok(reason.map(|r| format!("{name}\t{r}")))
+}
+
+/// `docs/methods.md` names the versions each method is in: rewritten with the new one
+/// (`tests/method_table.rs` fails on a stale page).
+fn method_table() -> Result<(), String> {
+    let mut cmd = codex_wire::harness::cargo();
+    cmd.args(["test", "--test", "method_table"])
+        .env("CODEX_WIRE_BLESS", "1")
+        .current_dir(crate::codex_bin::repo_root());
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cargo test --test method_table: {e}"))?;
+    status
+        .success()
+        .then_some(())
+        .ok_or_else(|| format!("CODEX_WIRE_BLESS=1 cargo test --test method_table: {status}"))
 }
