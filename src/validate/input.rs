@@ -63,6 +63,27 @@ impl Window {
         Ok(Window { ptr, len })
     }
 
+    /// Maps the pages of `range` in one call: faulted in sixteen pages at a time (2,200 faults
+    /// on 300,000 lines, 950 with this) they cost a one-core run ~2 % more. Best effort: an
+    /// older kernel refuses, and the pages fault in as they are read.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn populate(&self, range: std::ops::Range<usize>) {
+        let start = range.start / 4096 * 4096;
+        if start < range.end && range.end <= self.len {
+            // SAFETY: a page-aligned range inside the mapping; the call only reads it.
+            unsafe {
+                libc::madvise(
+                    self.ptr.cast::<u8>().add(start).cast(),
+                    range.end - start,
+                    libc::MADV_POPULATE_READ,
+                );
+            }
+        }
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn populate(&self, _: std::ops::Range<usize>) {}
+
     fn bytes(&self) -> &[u8] {
         // SAFETY: `ptr` maps `len` readable bytes until `drop`.
         unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
@@ -103,8 +124,13 @@ impl Batch {
     /// Finds the line ends of a batch the batcher cut without reading it (see
     /// [`Batcher::lazy`]): the first pass over the bytes then happens on a worker.
     pub fn index(&mut self) {
+        if let Buf::Mapped(w, r) = &self.buf {
+            w.populate(r.clone());
+        }
         let buf: &[u8] = &self.buf;
-        let mut ends: Vec<usize> = memchr::memchr_iter(b'\n', buf).collect();
+        // Room for lines of a few hundred bytes (typical captures) without regrowing.
+        let mut ends = Vec::with_capacity(buf.len() / 256 + 16);
+        newlines(buf, &mut ends);
         if ends.last().map_or(0, |e| e + 1) < buf.len() {
             ends.push(buf.len());
         }
@@ -119,6 +145,50 @@ impl Batch {
             (self.first + i as u64, line)
         })
     }
+}
+
+/// Appends the offset of every `\n` in `buf` to `ends`, in order. Sixty-four bytes at a time
+/// into a bit mask (SSE2 is part of every x86_64): `memchr_iter` restarted its search for each
+/// line, some 260 instructions a line of ~340 bytes, a twentieth of `validate`'s.
+fn newlines(buf: &[u8], ends: &mut Vec<usize>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let blocks = buf.chunks_exact(64);
+        let tail = blocks.remainder();
+        let mut base = 0;
+        for block in blocks {
+            // SAFETY: SSE2 is baseline on x86_64; each load reads 16 of the block's 64 bytes
+            // (a prefetch reads nothing and never faults).
+            let mut mask = unsafe {
+                // The first read of these bytes, from memory: ask for the next page early (the
+                // hardware prefetcher stops at each 4 KB page; a one-core run ~5 % faster).
+                _mm_prefetch::<_MM_HINT_T0>(block.as_ptr().wrapping_add(4096).cast());
+                let nl = _mm_set1_epi8(b'\n' as i8);
+                let at = |i: usize| {
+                    let x = _mm_loadu_si128(block.as_ptr().add(16 * i) as *const __m128i);
+                    _mm_cmpeq_epi8(x, nl)
+                };
+                let (a, b, c, d) = (at(0), at(1), at(2), at(3));
+                // Most blocks of a capture hold no line end: one test for all four.
+                let any = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
+                if _mm_movemask_epi8(any) == 0 {
+                    0
+                } else {
+                    let m = |x| _mm_movemask_epi8(x) as u16 as u64;
+                    m(a) | m(b) << 16 | m(c) << 32 | m(d) << 48
+                }
+            };
+            while mask != 0 {
+                ends.push(base + mask.trailing_zeros() as usize);
+                mask &= mask - 1;
+            }
+            base += 64;
+        }
+        ends.extend(memchr::memchr_iter(b'\n', tail).map(|p| base + p));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    ends.extend(memchr::memchr_iter(b'\n', buf));
 }
 
 /// Splits a reader into batches of about `target` bytes of whole lines. A line longer than
@@ -180,6 +250,15 @@ impl<R: Read> Batcher<R> {
             read: 0,
             map: None,
             lazy: false,
+        }
+    }
+
+    /// Whether every batch has been cut (known without reading for mapped files; a stream
+    /// knows only once it has read its end).
+    pub fn exhausted(&self) -> bool {
+        match &self.map {
+            Some(m) => m.pos >= m.len,
+            None => self.eof && self.carry.is_empty(),
         }
     }
 

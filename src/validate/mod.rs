@@ -4,10 +4,11 @@
 //! apart by `pid`). Input is read in batches of whole lines, so memory stays flat in the file
 //! size. Plain client input is checked on all cores: a client session's verdicts depend on
 //! the connection state only through the first accepted `initialize` (server requests, the
-//! other state, only appear in transcripts), so each batch runs in a fresh
-//! [`Session`] primed with that line. The first batch, where a capture initializes, is checked
-//! before the others start; a later batch that guessed the state wrong (it started before a
-//! late `initialize` was known) is checked again in order. Output stays in input order.
+//! other state, only appear in transcripts), so each batch runs in a [`Session`] primed with
+//! that line (a thread keeps its session for its next batch while the line is the same). The
+//! first batch, where a capture initializes, is checked before the others; a later batch that
+//! guessed the state wrong (it started before a late `initialize` was known) is checked again in
+//! order. Output stays in input order.
 
 pub mod glob;
 pub mod input;
@@ -22,8 +23,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Check captured traffic: what the real server makes of each client line, and whether
@@ -127,15 +128,23 @@ pub fn main(cli: Cli) -> ExitCode {
         && stdout.is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     cfg.progress = io::stderr().is_terminal();
-    let mut out = io::BufWriter::new(stdout.lock());
+    // Not the stdout lock (not `Send`): any worker may write the next batch.
+    let mut out = io::BufWriter::new(io::stdout());
     let mut total = Stats::default();
     let mut failed = false;
     for file in &files {
         let (result, name) = if file == "-" {
-            (run(io::stdin(), None, "<stdin>", &cfg, &mut out), "<stdin>")
+            let stdin = Input::Stream(io::stdin(), None);
+            (
+                run_to(stdin, "<stdin>", &cfg, Sink::Shared(&mut out)),
+                "<stdin>",
+            )
         } else {
             match std::fs::File::open(file) {
-                Ok(f) => (run_file(f, file, &cfg, &mut out), file.as_str()),
+                Ok(f) => {
+                    let f = Input::<io::Empty>::File(f);
+                    (run_to(f, file, &cfg, Sink::Shared(&mut out)), file.as_str())
+                }
                 Err(e) => {
                     note(format_args!("cannot read {file}: {e}"));
                     failed = true;
@@ -170,7 +179,8 @@ pub fn main(cli: Cli) -> ExitCode {
     }
 }
 
-/// Validates one input, writing records to `out` in input order.
+/// Validates one input, writing records to `out` in input order (on several cores, the workers
+/// hand their batches to this thread, the only one that may write `out`).
 pub fn run(
     reader: impl Read + Send,
     size: Option<u64>,
@@ -178,7 +188,7 @@ pub fn run(
     cfg: &Config,
     out: &mut dyn Write,
 ) -> io::Result<Stats> {
-    run_batches(Batcher::new(reader, BATCH_BYTES), size, name, cfg, out)
+    run_to(Input::Stream(reader, size), name, cfg, Sink::Local(out))
 }
 
 /// [`run`] on a file: a regular file is read through mapped windows (no copy out of the page
@@ -189,8 +199,66 @@ pub fn run_file(
     cfg: &Config,
     out: &mut dyn Write,
 ) -> io::Result<Stats> {
-    let size = file.metadata().ok().map(|m| m.len());
-    run_batches(Batcher::for_file(file, BATCH_BYTES), size, name, cfg, out)
+    run_to(Input::<io::Empty>::File(file), name, cfg, Sink::Local(out))
+}
+
+/// What [`run_to`] reads: a stream (with its size, when known, for the progress bar) or a file.
+pub enum Input<R> {
+    Stream(R, Option<u64>),
+    File(std::fs::File),
+}
+
+/// Where [`run_to`] writes the records.
+pub enum Sink<'a> {
+    /// A writer any worker may write itself (`codex-wire validate`'s standard output):
+    /// whichever completes the batch next in order writes it, and no batch is handed over.
+    Shared(&'a mut (dyn Write + Send)),
+    /// A writer only the calling thread may use: the workers hand it their batches.
+    Local(&'a mut dyn Write),
+}
+
+/// [`run`] or [`run_file`], to either kind of writer.
+pub fn run_to<R: Read + Send>(
+    input: Input<R>,
+    name: &str,
+    cfg: &Config,
+    out: Sink,
+) -> io::Result<Stats> {
+    match input {
+        Input::Stream(r, size) => run_batches(Batcher::new(r, BATCH_BYTES), size, name, cfg, out),
+        Input::File(f) => {
+            let size = f.metadata().ok().map(|m| m.len());
+            run_batches(Batcher::for_file(f, BATCH_BYTES), size, name, cfg, out)
+        }
+    }
+}
+
+impl<'a> Sink<'a> {
+    /// For a path that writes on the calling thread only.
+    fn any(self) -> &'a mut dyn Write {
+        match self {
+            Sink::Shared(w) => w,
+            Sink::Local(w) => w,
+        }
+    }
+}
+
+/// A [`Sink::Local`] writer seen from the workers: each batch is copied to the calling thread,
+/// which writes it (until the last worker drops the sender).
+struct Hand<'a>(&'a Mutex<Option<SyncSender<Vec<u8>>>>);
+
+impl Write for Hand<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let tx = self.0.lock().ok().and_then(|t| t.clone());
+        match tx.map(|tx| tx.send(buf.to_vec())) {
+            Some(Ok(())) => Ok(buf.len()),
+            _ => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 fn run_batches<R: Read + Send>(
@@ -198,7 +266,7 @@ fn run_batches<R: Read + Send>(
     size: Option<u64>,
     name: &str,
     cfg: &Config,
-    out: &mut dyn Write,
+    out: Sink,
 ) -> io::Result<Stats> {
     let Some(first) = batcher.next_batch()? else {
         return Ok(Stats::default());
@@ -236,9 +304,12 @@ fn run_batches<R: Read + Send>(
     };
     let mut progress = Progress::new(cfg.progress, size);
     let r = match format {
-        Format::Raw if cfg.jobs <= 1 => raw_sequential(first, batcher, &style, out, &mut progress),
+        // A capture that fits in one batch (most hand-made ones) starts no thread.
+        Format::Raw if cfg.jobs <= 1 || batcher.exhausted() => {
+            raw_sequential(first, batcher, &style, out.any(), &mut progress)
+        }
         Format::Raw => raw_parallel(first, batcher, &style, cfg.jobs, out, &mut progress),
-        Format::Transcript => transcript(first, batcher, &style, out, &mut progress),
+        Format::Transcript => transcript(first, batcher, &style, out.any(), &mut progress),
     };
     progress.clear();
     r
@@ -303,14 +374,56 @@ struct Done {
     stats: Stats,
 }
 
-fn check_raw(batch: Batch, prime: Prime, style: &Style) -> Done {
-    // Raw captures hold the client's lines only.
-    let mut s = Session::with_protocol(style.protocol).client_only();
-    if let Some(p) = &prime {
-        s.feed(p);
+/// Output buffers of written batches, reused: a fresh ~150 KB buffer a batch was often memory
+/// the allocator had just given back to the kernel (two threads: 3,300–6,700 page faults on
+/// 300,000 lines, against 2,250 on one; a worker's arena trims what another thread frees).
+#[derive(Default)]
+struct Spare(Mutex<Vec<Vec<u8>>>);
+
+impl Spare {
+    fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or_default()
     }
+
+    fn give(&self, mut out: Vec<u8>) {
+        out.clear();
+        if let Ok(mut s) = self.0.lock() {
+            s.push(out);
+        }
+    }
+}
+
+/// A thread's session, kept for its next batch while that batch starts from the same state:
+/// priming a fresh one (the `initialize` line, on the exact path) cost ~39,000 instructions a
+/// batch. That line is all of a client session's state (module docs).
+#[derive(Default)]
+struct Primed(Option<(Prime, Session)>);
+
+fn check_raw(
+    batch: Batch,
+    prime: Prime,
+    style: &Style,
+    mut out: Vec<u8>,
+    primed: &mut Primed,
+) -> Done {
+    let mut s = match primed.0.take() {
+        Some((from, s)) if same(&from, &prime) => s,
+        _ => {
+            // Raw captures hold the client's lines only.
+            let mut s = Session::with_protocol(style.protocol).client_only();
+            if let Some(p) = &prime {
+                s.feed(p);
+            }
+            s
+        }
+    };
     // About a JSON record a line: grown by doubling, the buffer was copied several times.
-    let mut out = Vec::with_capacity(batch.ends.len() * 192);
+    out.clear();
+    out.reserve(batch.ends.len() * 192);
     let mut stats = Stats::default();
     let mut init = None;
     let mut checked = 0;
@@ -335,6 +448,9 @@ fn check_raw(batch: Batch, prime: Prime, style: &Style) -> Done {
             break;
         }
     }
+    if !closed {
+        primed.0 = Some((init.clone().or_else(|| prime.clone()), s));
+    }
     Done {
         batch,
         prime,
@@ -347,24 +463,41 @@ fn check_raw(batch: Batch, prime: Prime, style: &Style) -> Done {
 }
 
 /// In-order bookkeeping shared by the sequential and parallel raw paths.
-struct Collector<'a> {
+struct Collector<'a, W: Write + ?Sized> {
     state: Prime,
     closed: bool,
     stats: Stats,
-    out: &'a mut dyn Write,
+    out: &'a mut W,
+    spare: &'a Spare,
+    /// For batches checked again.
+    primed: Primed,
 }
 
-impl Collector<'_> {
+impl<'a, W: Write + ?Sized> Collector<'a, W> {
+    fn new(out: &'a mut W, spare: &'a Spare) -> Self {
+        Collector {
+            state: None,
+            closed: false,
+            stats: Stats::default(),
+            out,
+            spare,
+            primed: Primed::default(),
+        }
+    }
+
     /// Takes the next batch in order; re-checks it when it guessed the state wrong.
     fn take(&mut self, mut d: Done, style: &Style) -> io::Result<()> {
         if self.closed {
             self.stats.after_close += d.batch.ends.len() as u64;
+            self.spare.give(d.out);
             return Ok(());
         }
         if !same(&d.prime, &self.state) {
-            d = check_raw(d.batch, self.state.clone(), style);
+            d = check_raw(d.batch, self.state.clone(), style, d.out, &mut self.primed);
         }
-        self.out.write_all(&d.out)?;
+        let written = self.out.write_all(&d.out);
+        self.spare.give(d.out);
+        written?;
         self.stats.merge(d.stats);
         if d.init.is_some() {
             self.state = d.init;
@@ -384,16 +517,14 @@ fn raw_sequential<R: Read>(
     out: &mut dyn Write,
     progress: &mut Progress,
 ) -> io::Result<Stats> {
-    let mut c = Collector {
-        state: None,
-        closed: false,
-        stats: Stats::default(),
-        out,
-    };
+    let spare = Spare::default();
+    let mut c = Collector::new(out, &spare);
+    // One session for the whole input, as a client's connection.
+    let mut primed = Primed::default();
     let mut next = Some(first);
     while let Some(batch) = next {
         progress.add(batch.buf.len() as u64);
-        let d = check_raw(batch, c.state.clone(), style);
+        let d = check_raw(batch, c.state.clone(), style, spare.take(), &mut primed);
         c.take(d, style)?;
         next = batcher.next_batch()?;
     }
@@ -405,42 +536,77 @@ fn raw_parallel<R: Read + Send>(
     mut batcher: Batcher<R>,
     style: &Style,
     jobs: usize,
-    out: &mut dyn Write,
+    out: Sink,
     progress: &mut Progress,
 ) -> io::Result<Stats> {
-    // No reader or collector thread: whoever needs a batch cuts the next one (cheap: mapped
-    // input is cut without being read), and this thread, a worker too, writes the checked
-    // batches in order. Hand-offs that woke a sleeping thread for every batch cost more than
-    // the cutting and the writing on two cores.
-    let mut c = Collector {
-        state: None,
-        closed: false,
-        stats: Stats::default(),
-        out,
+    // Every thread, this one too, is a worker: it cuts the next batch (cheap: mapped input is
+    // cut without being read), checks it, and whichever thread completes the batch next in
+    // order writes it and the checked ones after it. No reader, collector or writer thread:
+    // hand-offs that woke a sleeping thread for every batch cost more than the cutting and the
+    // writing on two cores, and a single writer also paid for every batch's unmapping, frees
+    // and output read from another core's cache. Only a writer no other thread may use
+    // (`Sink::Local`) gets the batches through a channel, and this thread then only writes.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4 * jobs);
+    let sender = Mutex::new(Some(tx));
+    let mut hand = Hand(&sender);
+    let (out, mut local): (&mut (dyn Write + Send), _) = match out {
+        Sink::Shared(w) => (w, None),
+        Sink::Local(w) => (&mut hand, Some(w)),
     };
-    // The first batch is checked before any other: a capture initializes there, and a batch
-    // checked from the uninitialized state it had before is all "Not initialized" errors
-    // (the slow path), then checked again in order. Workers start from its state.
-    progress.add(first.buf.len() as u64);
+    let spare = Spare::default();
     let after = (first.seq + 1, first.first + first.ends.len() as u64);
-    c.take(check_raw(first, None, style), style)?;
-    if c.closed {
-        c.stats.after_close += lines_left(batcher)?;
-        return Ok(c.stats);
-    }
     batcher.lazy = true;
     let feed = Mutex::new(Feed { batcher, err: None });
-    // Room for a few batches a worker: it must rarely wait for this thread to take them.
-    let (dtx, drx) = sync_channel::<Done>(jobs * 4);
-    // The latest known state; workers guess from it, the collector corrects.
-    let known: Mutex<Prime> = Mutex::new(c.state.clone());
     let stop = AtomicBool::new(false);
-    let mut write_err = None;
+    // A worker panicked: the others stop waiting for its batch (see `Unblock`).
+    let failed = AtomicBool::new(false);
+    // The state workers guess from (the collector corrects): none until the first batch, where
+    // a capture initializes, is written (a batch checked from the state before would be all
+    // "Not initialized" errors, then checked again). The others cut and index meanwhile.
+    let known: (Mutex<Option<Prime>>, Condvar) = (Mutex::new(None), Condvar::new());
     // Line numbers of lazily cut batches: each worker indexes its batch, then takes the
     // numbers after its predecessor's (batches are cut in order, so this never waits on a
     // later one).
-    let numbering = (Mutex::new(after), std::sync::Condvar::new());
-    let next_checked = |feed: &Mutex<Feed<R>>| -> Option<Done> {
+    let numbering = (Mutex::new(after), Condvar::new());
+    let order = (
+        Mutex::new(Order {
+            next: after.0,
+            ready: BTreeMap::new(),
+            writing: false,
+            waiting: 0,
+        }),
+        Condvar::new(),
+    );
+    let writer = Mutex::new(Writer {
+        c: Collector::new(out, &spare),
+        progress,
+        err: None,
+    });
+    // Writes one checked batch in order; a write error stops the cutting, and what is still
+    // checked is drained unwritten.
+    let commit = |d: Done| {
+        let Ok(mut w) = writer.lock() else { return };
+        let w = &mut *w;
+        w.progress.add(d.batch.buf.len() as u64);
+        if w.err.is_some() {
+            spare.give(d.out);
+            return;
+        }
+        let had = w.c.state.clone();
+        if let Err(e) = w.c.take(d, style) {
+            w.err = Some(e);
+            stop.store(true, Ordering::Relaxed);
+        }
+        if w.c.closed {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if !same(&had, &w.c.state) {
+            if let Ok(mut k) = known.0.lock() {
+                *k = Some(w.c.state.clone());
+            }
+        }
+    };
+    let next_batch = |feed: &Mutex<Feed<R>>| -> Option<Batch> {
         let mut batch = {
             let mut f = feed.lock().ok()?;
             if stop.load(Ordering::Relaxed) {
@@ -462,6 +628,9 @@ fn raw_parallel<R: Read + Send>(
         }
         let mut state = lock.lock().ok()?;
         while state.0 != batch.seq {
+            if failed.load(Ordering::Relaxed) {
+                return None;
+            }
             state = turn.wait(state).ok()?;
         }
         if lazy {
@@ -469,82 +638,119 @@ fn raw_parallel<R: Read + Send>(
         }
         *state = (state.0 + 1, batch.first + batch.ends.len() as u64);
         turn.notify_all();
-        drop(state);
-        let prime = known.lock().map(|k| k.clone()).unwrap_or(None);
-        Some(check_raw(batch, prime, style))
+        Some(batch)
     };
-    std::thread::scope(|sc| {
-        for _ in 1..jobs {
-            let dtx = dtx.clone();
-            let (feed, next_checked) = (&feed, &next_checked);
-            sc.spawn(move || {
-                while let Some(d) = next_checked(feed) {
-                    if dtx.send(d).is_err() {
+    let unblock = || Unblock {
+        failed: &failed,
+        stop: &stop,
+        numbering: &numbering,
+        known: &known,
+        order: &order,
+    };
+    // Threads still working: the last one drops the sender (see `Hand`).
+    let running = std::sync::atomic::AtomicUsize::new(jobs);
+    let work = || {
+        let _unblock = unblock();
+        let _leave = Leave {
+            running: &running,
+            sender: &sender,
+        };
+        let mut primed = Primed::default();
+        while let Some(batch) = next_batch(&feed) {
+            let prime = {
+                let (lock, set) = &known;
+                let Ok(mut k) = lock.lock() else { return };
+                while k.is_none() {
+                    if failed.load(Ordering::Relaxed) {
                         return;
                     }
+                    let Ok(next) = set.wait(k) else { return };
+                    k = next;
                 }
-            });
-        }
-        drop(dtx);
-        let mut pending = BTreeMap::new();
-        let mut next = after.0;
-        let mut commit = |pending: &mut BTreeMap<u64, Done>| {
-            while let Some(d) = pending.remove(&next) {
-                next += 1;
-                progress.add(d.batch.buf.len() as u64);
-                if write_err.is_some() {
-                    continue;
-                }
-                let had = c.state.is_some();
-                if let Err(e) = c.take(d, style) {
-                    // Stop cutting; keep draining so the workers can finish.
-                    write_err = Some(e);
-                    stop.store(true, Ordering::Relaxed);
-                }
-                if !had && c.state.is_some() {
-                    if let Ok(mut k) = known.lock() {
-                        *k = c.state.clone();
+                k.clone().unwrap_or(None)
+            };
+            let d = check_raw(batch, prime, style, spare.take(), &mut primed);
+            // In order: the batch goes to the thread writing, or this one writes it and the
+            // checked ones after it (the batch next in order is always either being checked
+            // or written).
+            let (lock, room) = &order;
+            let Ok(mut o) = lock.lock() else { return };
+            o.ready.insert(d.batch.seq, d);
+            if !o.writing {
+                o.writing = true;
+                loop {
+                    let next = o.next;
+                    let Some(d) = o.ready.remove(&next) else {
+                        break;
+                    };
+                    o.next += 1;
+                    drop(o);
+                    commit(d);
+                    let Ok(next) = lock.lock() else { return };
+                    o = next;
+                    if o.waiting > 0 {
+                        room.notify_all();
                     }
                 }
-                if c.closed {
-                    stop.store(true, Ordering::Relaxed);
-                }
+                o.writing = false;
             }
-        };
-        loop {
-            pending.extend(drx.try_iter().map(|d| (d.batch.seq, d)));
-            commit(&mut pending);
-            // Checked batches waiting for an earlier one stay few: past that, wait for it
-            // instead of checking more (memory stays bounded by the batches in flight).
-            if pending.len() > 2 * jobs {
-                match drx.recv() {
-                    Ok(d) => {
-                        pending.insert(d.batch.seq, d);
-                        continue;
+            // Checked batches waiting for an earlier one stay few (memory stays bounded by the
+            // batches in flight): past that, wait for the one being checked to be written.
+            while o.ready.len() > 4 * jobs {
+                if failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                o.waiting += 1;
+                let Ok(next) = room.wait(o) else { return };
+                o = next;
+                o.waiting -= 1;
+            }
+        }
+    };
+    let mut local_err = None;
+    std::thread::scope(|sc| {
+        for _ in usize::from(local.is_none())..jobs {
+            sc.spawn(work);
+        }
+        let _unblock = unblock();
+        commit(check_raw(
+            first,
+            None,
+            style,
+            Vec::new(),
+            &mut Primed::default(),
+        ));
+        // Only now do the workers check: from the first batch's state.
+        let state = writer.lock().map(|w| w.c.state.clone()).unwrap_or(None);
+        if let Ok(mut k) = known.0.lock() {
+            *k = Some(state);
+            known.1.notify_all();
+        }
+        match local.as_mut() {
+            // After a write error, what comes is drained (the workers finish their batches).
+            Some(w) => {
+                for buf in rx.iter() {
+                    if local_err.is_none() {
+                        if let Err(e) = w.write_all(&buf) {
+                            local_err = Some(e);
+                            stop.store(true, Ordering::Relaxed);
+                        }
                     }
-                    Err(_) => break,
                 }
             }
-            match next_checked(&feed) {
-                Some(d) => {
-                    pending.insert(d.batch.seq, d);
-                }
-                None => break,
-            }
+            None => work(),
         }
-        // Input done (or stopped): what the other workers still check.
-        for d in drx.iter() {
-            pending.insert(d.batch.seq, d);
-            commit(&mut pending);
-        }
-        commit(&mut pending);
     });
     let feed = feed
         .into_inner()
         .map_err(|_| io::Error::other("a worker panicked"))?;
-    if let Some(e) = write_err.or(feed.err) {
+    let w = writer
+        .into_inner()
+        .map_err(|_| io::Error::other("a worker panicked"))?;
+    if let Some(e) = local_err.or(w.err).or(feed.err) {
         return Err(e);
     }
+    let mut c = w.c;
     if c.closed {
         // As `--jobs 1` counts them: every line after the close, not only those cut by then.
         c.stats.after_close += lines_left(feed.batcher)?;
@@ -564,6 +770,67 @@ fn lines_left<R: Read>(mut batcher: Batcher<R>) -> io::Result<u64> {
     Ok(n)
 }
 
+/// Checked batches of [`raw_parallel`] waiting to be written in order.
+struct Order {
+    /// The batch to write next.
+    next: u64,
+    ready: BTreeMap<u64, Done>,
+    /// A thread is writing (it takes `next` and what follows as they come).
+    writing: bool,
+    /// Threads waiting for the writer to catch up.
+    waiting: usize,
+}
+
+/// What writes [`raw_parallel`]'s batches, one thread at a time.
+struct Writer<'a> {
+    c: Collector<'a, dyn Write + Send + 'a>,
+    progress: &'a mut Progress,
+    err: Option<io::Error>,
+}
+
+/// A worker of [`raw_parallel`] leaving, however it leaves: the last one drops the sender of a
+/// [`Hand`], so that the thread writing for the workers knows it has every batch.
+struct Leave<'a> {
+    running: &'a std::sync::atomic::AtomicUsize,
+    sender: &'a Mutex<Option<SyncSender<Vec<u8>>>>,
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self.sender.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+}
+
+/// Wakes every waiting worker of [`raw_parallel`] when one panics: they would wait for its
+/// batch forever (the panic still propagates, from the scope).
+struct Unblock<'a> {
+    failed: &'a AtomicBool,
+    stop: &'a AtomicBool,
+    numbering: &'a (Mutex<(u64, u64)>, Condvar),
+    known: &'a (Mutex<Option<Prime>>, Condvar),
+    order: &'a (Mutex<Order>, Condvar),
+}
+
+impl Drop for Unblock<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        self.failed.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
+        // Each lock taken and released first: a waiter is then either before its look at
+        // `failed` or asleep, not in between.
+        drop(self.numbering.0.lock());
+        self.numbering.1.notify_all();
+        drop(self.known.0.lock());
+        self.known.1.notify_all();
+        drop(self.order.0.lock());
+        self.order.1.notify_all();
+    }
+}
+
 /// The batches still to check in [`raw_parallel`], shared by its workers.
 struct Feed<R> {
     batcher: Batcher<R>,
@@ -580,7 +847,7 @@ fn transcript<R: Read + Send>(
     out: &mut dyn Write,
     progress: &mut Progress,
 ) -> io::Result<Stats> {
-    let (btx, brx) = sync_channel::<Batch>(4);
+    let (btx, brx) = std::sync::mpsc::sync_channel::<Batch>(4);
     let mut read_err = None;
     let mut stats = Stats::default();
     let mut write_err = None;
