@@ -106,6 +106,20 @@ impl std::fmt::Debug for Protocol {
 }
 
 impl Protocol {
+    /// The schema bundle's definitions, the `v2` namespace flattened into the rest (how every
+    /// reader of the bundle walks it).
+    pub fn definitions(&self) -> serde_json::Map<String, Value> {
+        let bundle: Value = serde_json::from_str(self.bundle).unwrap_or(Value::Null);
+        let mut defs = bundle["definitions"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(Value::Object(v2)) = defs.remove("v2") {
+            defs.extend(v2);
+        }
+        defs
+    }
+
     /// The server's `result` for a client request of `method` (schema drift).
     pub fn check_result(&self, method: &str, v: &Value) -> Checked {
         (self.check_result_at)(method, v, &mut JsonPath::root())

@@ -27,14 +27,7 @@ pub(super) fn schemas() -> &'static [Schema] {
         crate::versions()
             .iter()
             .map(|p| {
-                let bundle: Value = serde_json::from_str(p.bundle).unwrap_or(Value::Null);
-                let mut defs = bundle["definitions"]
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default();
-                if let Some(Value::Object(v2)) = defs.remove("v2") {
-                    defs.extend(v2);
-                }
+                let defs = p.definitions();
                 let mut server_responses = HashMap::new();
                 for m in defs["ServerRequest"]["oneOf"]
                     .as_array()

@@ -23,14 +23,7 @@ fn schema(p: &'static Protocol) -> &'static Schema {
     static S: OnceLock<Mutex<HashMap<&'static str, &'static Schema>>> = OnceLock::new();
     let mut cache = crate::fake::state::lock(S.get_or_init(Default::default));
     cache.entry(p.version).or_insert_with(|| {
-        let bundle: Value = serde_json::from_str(p.bundle).unwrap_or(Value::Null);
-        let mut defs = bundle["definitions"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        if let Some(Value::Object(v2)) = defs.remove("v2") {
-            defs.extend(v2);
-        }
+        let defs = p.definitions();
         // A request's response type is named after its params type (`FooParams` → `FooResponse`).
         let mut messages = HashMap::new();
         for root in ["ClientRequest", "ServerRequest"] {

@@ -435,24 +435,9 @@ pub(super) fn build<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::show::{render, Page};
     use std::path::{Path, PathBuf};
 
-    fn page(text: &[u8]) -> Page {
-        render(
-            &Input {
-                name: "t.jsonl",
-                bytes: text,
-            },
-            None,
-            None,
-        )
-    }
-
-    fn corpus(name: &str) -> Vec<u8> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-        std::fs::read(dir.join(crate::newest().version).join("turns").join(name)).unwrap()
-    }
+    use crate::show::render::tests::{corpus, page};
 
     /// The page's counts against what `validate` counts on every recorded turn transcript:
     /// the engine's findings are validate's, plus the error replies.

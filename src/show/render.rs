@@ -287,11 +287,11 @@ fn other_run(h: &mut String, a: &Align) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::path::Path;
 
-    fn page(text: &[u8]) -> Page {
+    pub(in crate::show) fn page(text: &[u8]) -> Page {
         render(
             &Input {
                 name: "t.jsonl",
@@ -302,7 +302,7 @@ mod tests {
         )
     }
 
-    fn corpus(name: &str) -> Vec<u8> {
+    pub(in crate::show) fn corpus(name: &str) -> Vec<u8> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
         std::fs::read(dir.join(crate::newest().version).join("turns").join(name)).unwrap()
     }
