@@ -53,12 +53,14 @@ fn main() {
             let turn_facts = dir.join("facts/turns.json");
             let models = dir.join("facts/models.json");
             let features = dir.join("facts/features.json");
+            let config = dir.join("facts/config.json");
             let present = |p: &Path| p.is_file().then(|| p.display().to_string());
             let embeds = emit::Embeds {
                 session: present(&session),
                 turn_facts: present(&turn_facts),
                 models: present(&models),
                 features: present(&features),
+                config: present(&config),
             };
             (v, bundle.display().to_string(), embeds, model)
         })

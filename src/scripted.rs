@@ -36,43 +36,6 @@ pub struct Cli {
     pub command: Vec<String>,
 }
 
-/// Whether `config.toml` sets the scripted provider's `stream_max_retries` (a retry case):
-/// a `-c` would override it, since codex ranks `-c` above config.toml. A line scan, enough
-/// for the table form `[model_providers.scripted]` and the dotted form.
-pub fn config_sets_stream_retries(toml: &str) -> bool {
-    let key = "stream_max_retries";
-    let table = format!("model_providers.{}", model::PROVIDER);
-    let mut section = String::new();
-    for line in toml.lines() {
-        let l = line.trim();
-        if let Some(h) = l.strip_prefix('[') {
-            section = h.trim_end_matches(']').trim().replace(' ', "");
-            continue;
-        }
-        let Some((k, _)) = l.split_once('=') else {
-            continue;
-        };
-        let k = k.trim().replace(' ', "");
-        let full = if section.is_empty() {
-            k
-        } else {
-            format!("{section}.{k}")
-        };
-        if full == format!("{table}.{key}") {
-            return true;
-        }
-    }
-    false
-}
-
-/// The keys the command's own `-c key=value` / `--config key=value` set.
-fn override_keys(command: &[String]) -> Vec<String> {
-    crate::record::cli_overrides(command)
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect()
-}
-
 pub fn main(cli: Cli) -> ExitCode {
     const NAME: &str = "codex-wire scripted";
     let dir = match crate::fake::state_dir(cli.state_dir, "scripted") {
@@ -129,29 +92,7 @@ fn run(
     provider: Option<&str>,
 ) -> proxy::Exit {
     let config = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
-    let given = override_keys(command);
-    let mut argv = command.to_vec();
-    let overrides = match provider {
-        // The provider's address only, after the command's own (the later `-c` wins).
-        Some(p) => {
-            for o in model::address_overrides(&model.base_url(), p) {
-                argv.push("-c".into());
-                argv.push(o);
-            }
-            Vec::new()
-        }
-        None => model::overrides(&model.base_url(), !config_sets_stream_retries(&config)),
-    };
-    for o in overrides {
-        // The later `-c` wins: one the caller wrote is kept.
-        if !given
-            .iter()
-            .any(|k| o.split_once('=').is_some_and(|(ok, _)| ok == k))
-        {
-            argv.push("-c".into());
-            argv.push(o);
-        }
-    }
+    let argv = model::with_model_overrides(command, &config, &model.base_url(), provider);
     let transcript = dir.join("transcript.jsonl");
     proxy::run(&proxy::Options {
         name: "codex-wire scripted",
@@ -167,7 +108,7 @@ fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::config_sets_stream_retries as sets;
+    use crate::model::config_sets_stream_retries as sets;
 
     #[test]
     fn keys_the_command_sets() {
@@ -181,7 +122,7 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        assert_eq!(super::override_keys(&argv), ["a.b", "x", "z"]);
+        assert_eq!(crate::model::override_keys(&argv), ["a.b", "x", "z"]);
     }
 
     #[test]

@@ -483,6 +483,8 @@ pub struct Embeds {
     pub models: Option<String>,
     /// `schema/<V>/facts/features.json`.
     pub features: Option<String>,
+    /// `schema/<V>/facts/config.json`.
+    pub config: Option<String>,
 }
 
 /// One version's tables, entry points and `PROTOCOL`: everything but the types.
@@ -496,6 +498,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
     let turn_facts = embed(&embeds.turn_facts, "{}");
     let model_catalog = embed(&embeds.models, "[]");
     let feature_list = embed(&embeds.features, "[]");
+    let config_facts = embed(&embeds.config, "{}");
     let fast_entries = e.fast_entries();
     let methods = &m.client_methods;
     // `method => Some(check_typed::<ResponseType>(v))`, for either direction's result table.
@@ -612,6 +615,7 @@ fn version_api(m: &Model, version: &str, bundle: &str, embeds: &Embeds) -> Token
             turn_facts: #turn_facts,
             models: #model_catalog,
             features: #feature_list,
+            config: #config_facts,
             client_method,
             is_experimental_method,
             experimental_checks,

@@ -67,6 +67,10 @@ pub struct Protocol {
     /// The feature flags this version knows (`schema/<V>/facts/features.json`, from `codex
     /// features list`: name, stage, default), or "[]".
     pub features: &'static str,
+    /// How `config/value/write` judges and `config/read` reads back a value of each JSON kind
+    /// at each top-level config key (`schema/<V>/facts/config.json`, asked of the binary by
+    /// `xtask/src/config_facts.rs`), or "{}".
+    pub config: &'static str,
     /// The static name of a client request method (a `match`: hot path).
     pub client_method: fn(&str) -> Option<&'static str>,
     /// Whether a method needs the `experimentalApi` capability (a `match`: hot path).

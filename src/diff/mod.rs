@@ -8,6 +8,10 @@
 //! - timestamps and durations (keys such as `createdAt`, `emittedAtMs`, `durationMs`): a number
 //!   becomes `<time>`; `null` stays `null`, because null against a number is a difference;
 //! - process ids (`processId`, `pid`) → `<pid>`;
+//! - `config/read`'s `config` and `origins` are compared with their keys sorted (codex
+//!   serializes them from hash maps: their order differs from one read to the next);
+//! - the version of the session-flags config layer (it hashes the `-c` overrides that name the
+//!   scripted model's port) → `<flags-version>`; every other layer's version is compared;
 //! - the temp root a run lives in (`codexHome`, thread `cwd` and `path`) → `<root>`, and rollout
 //!   paths' dates (`sessions/<date>/rollout-<stamp>-…`).
 //!
@@ -162,18 +166,61 @@ impl Masker {
             Value::String(s) if is_iso_time(s) => "<iso-time>".into(),
             Value::String(s) => Value::String(self.string(s)),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(None, x)).collect()),
+            // `config/read`'s result (the only one with both keys): codex serializes its
+            // `config` and `origins` from hash maps, so their key order differs run to run
+            // (two reads in one real process already differ): compared sorted.
+            Value::Object(m) if m.contains_key("config") && m.contains_key("origins") => {
+                let masked = self.value(
+                    None,
+                    &Value::Object(
+                        m.iter()
+                            .filter(|(k, _)| *k != "config" && *k != "origins")
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    ),
+                );
+                let mut out = masked.as_object().cloned().unwrap_or_default();
+                for k in ["config", "origins"] {
+                    let v = self.value(Some(k), &m[k]);
+                    out.insert(k.to_string(), sorted_keys(&v));
+                }
+                Value::Object(out)
+            }
             Value::Object(m) => {
+                // The session-flags layer's version hashes the `-c` overrides, which name the
+                // scripted model's port (`config/read`, a write overridden by the flags).
+                let flags = m.get("name").is_some_and(|n| n["type"] == "sessionFlags");
                 let mut out = Map::new();
                 for (k, x) in m {
                     // Keys can be ids too (`thread/list`'s `readStates` by thread).
                     let key = self.string(k);
-                    let masked = self.value(Some(k), x);
+                    let masked = match (flags, k.as_str(), x) {
+                        (true, "version", Value::String(_)) => "<flags-version>".into(),
+                        _ => self.value(Some(k), x),
+                    };
                     out.insert(key, masked);
                 }
                 Value::Object(out)
             }
             _ => v.clone(),
         }
+    }
+}
+
+/// A value with every object's keys in name order.
+fn sorted_keys(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted_keys(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted_keys).collect()),
+        other => other.clone(),
     }
 }
 
@@ -359,6 +406,12 @@ pub struct Mismatch {
     pub why: String,
 }
 
+/// Equal as the comparison sees them: as text, key order included (`Value`'s `==` is blind to
+/// key order).
+fn same_text(a: &Value, b: &Value) -> bool {
+    serde_json::to_string(a).ok() == serde_json::to_string(b).ok()
+}
+
 /// The first path where two values differ, with both values.
 pub fn first_difference(a: &Value, b: &Value, path: &str) -> String {
     match (a, b) {
@@ -368,7 +421,8 @@ pub fn first_difference(a: &Value, b: &Value, path: &str) -> String {
             for k in &kx {
                 match y.get(k.as_str()) {
                     None => return format!("{path}.{k}: only in A ({})", x[k.as_str()]),
-                    Some(v) if v != &x[k.as_str()] => {
+                    // As text: the comparison is order-sensitive, `Value`'s `==` is not.
+                    Some(v) if !same_text(v, &x[k.as_str()]) => {
                         return first_difference(&x[k.as_str()], v, &format!("{path}.{k}"))
                     }
                     _ => {}
@@ -383,7 +437,7 @@ pub fn first_difference(a: &Value, b: &Value, path: &str) -> String {
             .iter()
             .zip(y)
             .enumerate()
-            .find(|(_, (p, q))| p != q)
+            .find(|(_, (p, q))| !same_text(p, q))
             .map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]")))
             .unwrap_or_default(),
         _ => format!("{path}: A {a}, B {b}"),

@@ -119,9 +119,36 @@ fn to_toml(v: &Value) -> Option<toml::Value> {
 impl Config {
     /// `config.toml` in `codex_home` (absent or unreadable: empty), then the overrides; a value
     /// that is not TOML is taken as a string, as codex does.
-    pub fn load(codex_home: &Path, overrides: &[(String, String)]) -> Config {
+    pub fn load(codex_home: &Path, overrides: &[(String, String)], known: &[String]) -> Config {
         let text = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
-        Config::parse(&text, overrides)
+        let mut c = Config::parse(&text, overrides);
+        c.ignore_unknown(overrides, known);
+        c
+    }
+
+    /// Every top-level key the version does not know is ignored, as codex warns (`known`: the
+    /// version's keys, `schema/<V>/facts/config.json`; empty: only [`REMOVED_KEYS`]).
+    fn ignore_unknown(&mut self, overrides: &[(String, String)], known: &[String]) {
+        if known.is_empty() {
+            return;
+        }
+        let from_flags = |k: &str| {
+            overrides
+                .iter()
+                .any(|(o, _)| o.split('.').next() == Some(k))
+        };
+        let text_keys: Vec<String> = self.table.keys().cloned().collect();
+        for k in text_keys {
+            if known.contains(&k) {
+                continue;
+            }
+            let entry = (from_flags(&k), k);
+            if !self.ignored.contains(&entry) {
+                self.ignored.push(entry);
+            }
+        }
+        self.ignored
+            .sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     }
 
     /// [`Config::load`] of a `config.toml`'s text (not TOML: empty).
@@ -195,10 +222,14 @@ impl Config {
                 .get("features")
                 .and_then(toml::Value::as_table)
                 .map(|f| {
-                    f.iter()
+                    let mut on: Vec<String> = f
+                        .iter()
                         .filter(|(_, v)| v.as_bool() == Some(true))
                         .map(|(k, _)| k.clone())
-                        .collect()
+                        .collect();
+                    // Name order (toml keeps the file's order).
+                    on.sort();
+                    on
                 })
                 .unwrap_or_default(),
             provider,
@@ -323,9 +354,13 @@ impl Config {
         get(&self.table, "model_providers")
             .and_then(toml::Value::as_table)
             .map(|t| {
-                t.iter()
+                let mut v: Vec<(&str, &toml::Table)> = t
+                    .iter()
                     .filter_map(|(k, v)| Some((k.as_str(), v.as_table()?)))
-                    .collect()
+                    .collect();
+                // Id order (toml keeps the file's order).
+                v.sort_by_key(|(k, _)| *k);
+                v
             })
             .unwrap_or_default()
     }

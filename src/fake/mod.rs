@@ -19,6 +19,7 @@ mod state;
 mod threads;
 mod turn;
 mod turn_facts;
+mod user_config;
 
 pub use cli::{AppServer, Args, Cli, CodexOptions, Command, GRANDCHILD_RELEASE};
 pub use defaults::{

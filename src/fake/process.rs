@@ -25,7 +25,7 @@ pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
     // A configuration codex refuses: it says why and exits without answering. It takes codex
     // a moment to load its configuration: the lines a client writes meanwhile are in the
     // transcript, as a proxy in front of the real server records them.
-    if let Some(e) = fake.config.startup_error() {
+    if let Some(e) = fake.config().startup_error() {
         let early = fake.clone();
         std::thread::spawn(move || {
             for line in std::io::stdin().lines().map_while(Result::ok) {

@@ -33,8 +33,16 @@ pub struct Fake {
     pub cwd: PathBuf,
     /// `$CODEX_HOME` as the real server reports and resolves against it (else the state dir).
     pub codex_home: PathBuf,
-    /// What config.toml and `-c` say about the model, provider, approvals and sandbox.
-    pub config: super::config::Config,
+    /// What config.toml and `-c` say about the model, provider, approvals and sandbox
+    /// ([`Fake::config`]; read again after each `config/*Write`, as codex reads it per thread).
+    config: std::sync::RwLock<Arc<super::config::Config>>,
+    /// The `-c key=value` overrides, kept to read the configuration again.
+    pub overrides: Vec<(String, String)>,
+    /// A write changed the configuration since a session last loaded it: the next session
+    /// start warns about it again as at start-up (`configWarning`).
+    pub config_changed: std::sync::atomic::AtomicBool,
+    /// The version's `config/*` facts (`schema/<V>/facts/config.json`).
+    pub config_facts: super::user_config::Facts,
     /// Threads started, resumed or forked by this process: the only ones turns can run on.
     pub loaded: Mutex<HashSet<String>>,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
@@ -61,8 +69,16 @@ impl Fake {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| dir.clone());
+        let config_facts = super::user_config::Facts::of(protocol);
         Arc::new(Fake {
-            config: super::config::Config::load(&codex_home, overrides),
+            config: std::sync::RwLock::new(Arc::new(super::config::Config::load(
+                &codex_home,
+                overrides,
+                &config_facts.known_keys(),
+            ))),
+            overrides: overrides.to_vec(),
+            config_changed: std::sync::atomic::AtomicBool::new(false),
+            config_facts,
             transcript: Transcript::new(dir.join("transcript.jsonl")),
             store: Store::new(&dir),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
@@ -76,6 +92,29 @@ impl Fake {
             projector: super::project::Projector::of(protocol),
             protocol,
         })
+    }
+
+    /// The configuration as it stands.
+    pub fn config(&self) -> Arc<super::config::Config> {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Read `config.toml` and the overrides again (after a write).
+    pub fn reload_config(&self) {
+        let fresh = Arc::new(super::config::Config::load(
+            &self.codex_home,
+            &self.overrides,
+            &self.config_facts.known_keys(),
+        ));
+        match self.config.write() {
+            Ok(mut c) => *c = fresh,
+            Err(poisoned) => *poisoned.into_inner() = fresh,
+        }
+        self.config_changed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn record(&self, entry: Value) {

@@ -11,6 +11,9 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 /// Which server plays the other side.
+/// The scripted model's address as the fake is told it (it plays turns itself).
+const FAKE_MODEL_URL: &str = "http://127.0.0.1:9/v1";
+
 pub enum Server<'a> {
     /// `codex-wire fake` (this binary), as codex `version` (None: the newest).
     Fake {
@@ -97,7 +100,17 @@ impl Peer {
                 if let Some(v) = version {
                     c.arg("--codex-version").arg(v);
                 }
-                c.arg("app-server").args(args);
+                // The session-flags layer `scripted` gives the real server, at an address
+                // nothing listens on (the diff masks ports and layer versions).
+                let config =
+                    std::fs::read_to_string(l.codex_home.join("config.toml")).unwrap_or_default();
+                let provider = provider.filter(|p| *p != PROVIDER);
+                c.arg("app-server").args(crate::model::with_model_overrides(
+                    args,
+                    &config,
+                    FAKE_MODEL_URL,
+                    provider,
+                ));
                 c
             }
             Server::Real { bin, codex } => {

@@ -313,6 +313,79 @@ pub fn overrides(base_url: &str, stream_retries: bool) -> Vec<String> {
     v
 }
 
+/// Whether `config.toml` sets the scripted provider's `stream_max_retries` (a retry case):
+/// a `-c` would override it, since codex ranks `-c` above config.toml. A line scan, enough
+/// for the table form `[model_providers.scripted]` and the dotted form.
+pub fn config_sets_stream_retries(toml: &str) -> bool {
+    let key = "stream_max_retries";
+    let table = format!("model_providers.{}", PROVIDER);
+    let mut section = String::new();
+    for line in toml.lines() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            section = h.trim_end_matches(']').trim().replace(' ', "");
+            continue;
+        }
+        let Some((k, _)) = l.split_once('=') else {
+            continue;
+        };
+        let k = k.trim().replace(' ', "");
+        let full = if section.is_empty() {
+            k
+        } else {
+            format!("{section}.{k}")
+        };
+        if full == format!("{table}.{key}") {
+            return true;
+        }
+    }
+    false
+}
+
+/// The keys the command's own `-c key=value` / `--config key=value` set.
+pub(crate) fn override_keys(command: &[String]) -> Vec<String> {
+    crate::record::overrides::cli_overrides(command)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// A codex command line with the `-c` overrides that point it at a scripted model at
+/// `base_url` appended (the turn harness gives the fake the same, so that both servers have
+/// the same session-flags layer): provider `provider`'s address only, else a provider
+/// `scripted` of its own, whose retry budget config.toml may set.
+pub fn with_model_overrides(
+    command: &[String],
+    config: &str,
+    base_url: &str,
+    provider: Option<&str>,
+) -> Vec<String> {
+    let given = override_keys(command);
+    let mut argv = command.to_vec();
+    let overrides = match provider {
+        // The provider's address only, after the command's own (the later `-c` wins).
+        Some(p) => {
+            for o in address_overrides(base_url, p) {
+                argv.push("-c".into());
+                argv.push(o);
+            }
+            Vec::new()
+        }
+        None => overrides(base_url, !config_sets_stream_retries(config)),
+    };
+    for o in overrides {
+        // The later `-c` wins: one the caller wrote is kept.
+        if !given
+            .iter()
+            .any(|k| o.split_once('=').is_some_and(|(ok, _)| ok == k))
+        {
+            argv.push("-c".into());
+            argv.push(o);
+        }
+    }
+    argv
+}
+
 /// The overrides that point provider `id` of codex's configuration at `base_url`, and nothing
 /// else of it: a custom provider's `base_url`, the built-in `openai`'s `openai_base_url`.
 pub fn address_overrides(base_url: &str, id: &str) -> Vec<String> {

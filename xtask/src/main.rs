@@ -29,6 +29,7 @@
 mod add_version;
 mod changelog;
 mod codex_bin;
+mod config_facts;
 mod conformance;
 mod exactness;
 mod fidelity;

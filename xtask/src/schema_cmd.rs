@@ -21,7 +21,7 @@
 //! a fresh empty directory and a fresh empty working directory, so nothing on the machine leaks
 //! into the output.
 
-use crate::{codex_bin, probe, ts_facts};
+use crate::{codex_bin, config_facts, probe, ts_facts};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,7 @@ const MANAGED: &[&str] = &[
     "facts/probed.json",
     "facts/models.json",
     "facts/features.json",
+    "facts/config.json",
     "PROVENANCE.md",
 ];
 
@@ -247,6 +248,7 @@ codex {features_cmd}
 | `facts/probed.json` | observed from the running binary by xtask/src/probe.rs |
 | `facts/models.json` | the model catalog `codex {models_cmd}` prints, reduced by xtask/src/schema_cmd.rs to what shows in messages |
 | `facts/features.json` | the feature flags `codex {features_cmd}` prints: name, stage, default |
+| `facts/config.json` | observed from the running binary by xtask/src/config_facts.rs: per top-level config key, what `config/value/write` says to a value of each JSON kind and what `config/read` then shows |
 | `facts/overrides.json` | by hand (seeded from the nearest version when the directory was added) |
 "
     )
@@ -308,6 +310,9 @@ fn generate(
         &stage.join("facts/features.json"),
         &feature_facts(&features)?,
     )?;
+    let config = config_facts::probe(codex);
+    let config = serde_json::to_string_pretty(&config).map_err(|e| e.to_string())? + "\n";
+    write(&stage.join("facts/config.json"), &config)?;
     write(
         &stage.join("PROVENANCE.md"),
         &provenance(&version_line, &version),

@@ -61,7 +61,7 @@ impl H<'_> {
     /// `account/read`: a provider that needs no OpenAI login shows no account, whatever the
     /// login (codex's provider `account_state`).
     pub(super) fn account_read(&self, id: &Value, _: &Value) -> Result<(), String> {
-        let requires = self.fake.config.requires_openai_auth();
+        let requires = self.fake.config().requires_openai_auth();
         let account = match (requires, self.auth()) {
             (true, Auth::ApiKey) => json!({"type": "apiKey"}),
             _ => Value::Null,

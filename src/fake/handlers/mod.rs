@@ -2,10 +2,11 @@
 //! other method answers with its recorded result (`defaults.rs`). Nothing imports the handlers:
 //! the process gives [`dispatch`] to each connection. Rooms: `view.rs` (how a thread shows),
 //! `session.rs` (`initialize`, session starts), `threads.rs` (`thread/*`), `turns.rs` (`turn/*`,
-//! goals, compaction), `fs.rs` (`fs/*`, done for real), `account.rs`
+//! goals, compaction), `fs.rs` (`fs/*`, done for real), `config_rw.rs` (`config/*`), `account.rs`
 //! (the login and what it gates), `rules.rs` (refusals, unsupported methods, fixed answers).
 
 mod account;
+mod config_rw;
 mod fs;
 mod params;
 mod rules;
@@ -71,6 +72,11 @@ const RULES: &[(&str, Handler)] = &[
     ("fs/copy", |h, id, p| h.fs_copy(id, p)),
     ("fs/watch", |h, id, p| h.fs_watch(id, p)),
     ("account/read", |h, id, p| h.account_read(id, p)),
+    ("config/read", |h, id, p| h.config_read(id, p)),
+    ("config/value/write", |h, id, p| {
+        h.config_write(id, p, false)
+    }),
+    ("config/batchWrite", |h, id, p| h.config_write(id, p, true)),
     ("account/login/start", |h, id, p| h.login_start(id, p)),
     ("account/login/cancel", |h, id, p| h.login_cancel(id, p)),
     ("account/logout", |h, id, p| h.logout(id, p)),

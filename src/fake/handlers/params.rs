@@ -317,6 +317,29 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ),
         ],
     ),
+    ("config/read", &[("cwd", Read), ("includeLayers", Read)]),
+    (
+        "config/value/write",
+        &[
+            ("expectedVersion", Read),
+            ("filePath", Read),
+            ("keyPath", Read),
+            ("mergeStrategy", Read),
+            ("value", Read),
+        ],
+    ),
+    (
+        "config/batchWrite",
+        &[
+            ("edits", Read),
+            ("expectedVersion", Read),
+            ("filePath", Read),
+            (
+                "reloadUserConfig",
+                Unmodeled("a running thread's settings are not changed by a later write here"),
+            ),
+        ],
+    ),
     (
         "account/read",
         &[(

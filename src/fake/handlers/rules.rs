@@ -269,7 +269,7 @@ impl H<'_> {
     /// providers that need no authentication (one with an `env_key`, a bearer token, headers
     /// or an OpenAI login is not modeled).
     pub(super) fn providers(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
-        let config = &self.fake.config;
+        let config = &self.fake.config();
         // Another provider than the configured one is not modeled.
         if p["modelProvider"]
             .as_str()
@@ -374,7 +374,7 @@ impl H<'_> {
             let known = m == "openai"
                 || self
                     .fake
-                    .config
+                    .config()
                     .custom_providers()
                     .iter()
                     .any(|(k, _)| *k == m);
@@ -411,7 +411,7 @@ impl H<'_> {
         let known = provider == "openai"
             || self
                 .fake
-                .config
+                .config()
                 .custom_providers()
                 .iter()
                 .any(|(k, _)| *k == provider);
@@ -547,7 +547,7 @@ impl H<'_> {
         self.fake.loaded_thread(p)?;
         if !self
             .fake
-            .config
+            .config()
             .features
             .iter()
             .any(|f| f == "step_model_switching")
@@ -727,7 +727,7 @@ impl H<'_> {
     }
 
     /// What the method answers when no rule above applies: its recorded or minimal result.
-    fn not_modeled(&self, method: &str) -> Result<(), String> {
+    pub(super) fn not_modeled(&self, method: &str) -> Result<(), String> {
         Err(format!("{}{method}", NOT_MODELED))
     }
 

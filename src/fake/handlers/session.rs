@@ -33,14 +33,14 @@ impl H<'_> {
         // `initialized`: the sandbox prerequisite it lacks, and remote control (off).
         // The configuration's startup warnings come first.
         let config_toml = self.fake.codex_home.join("config.toml");
-        if let Some(summary) = self.fake.config.ignored_keys_warning(&config_toml) {
+        if let Some(summary) = self.fake.config().ignored_keys_warning(&config_toml) {
             self.notify(
                 "configWarning",
                 json!({"summary": summary, "details": null}),
             );
         }
         // Not under a full-access sandbox (checked on 0.171.0: none in any such run).
-        if !on_path("bwrap") && !self.fake.config.full_access() {
+        if !on_path("bwrap") && !self.fake.config().full_access() {
             self.notify(
                 "configWarning",
                 json!({"summary": "Codex could not find bubblewrap on PATH. Install bubblewrap \
@@ -68,8 +68,20 @@ impl H<'_> {
     /// turns on, the deprecated names it uses (checked on 0.171.0).
     pub(super) fn session_started(&self, thread_id: &str) {
         let config = self.fake.codex_home.join("config.toml");
-        let cfg = &self.fake.config;
+        let cfg = &self.fake.config();
+        let reloaded = self
+            .fake
+            .config_changed
+            .swap(false, std::sync::atomic::Ordering::SeqCst);
         if let Some(message) = cfg.ignored_keys_warning(&config) {
+            // Seen on 0.171.0 (51_settings): a session that loads a configuration a write
+            // changed repeats the start-up warning first.
+            if reloaded {
+                self.notify(
+                    "configWarning",
+                    json!({"summary": message, "details": null}),
+                );
+            }
             self.notify(
                 "warning",
                 json!({"threadId": thread_id, "message": message}),

@@ -13,7 +13,7 @@ impl H<'_> {
     /// its start sends.
     pub(super) fn new_thread_info(&self, params: &Value) -> Result<(Value, Vec<String>), String> {
         let resolved = settings::for_start(
-            &self.fake.config,
+            &self.fake.config(),
             &self.fake.catalog,
             &self.fake.cwd,
             params,
@@ -109,7 +109,7 @@ impl H<'_> {
                     t.remove("systemError");
                 }
                 let mut r = settings::for_start(
-                    &self.fake.config,
+                    &self.fake.config(),
                     &self.fake.catalog,
                     &self.fake.cwd,
                     &resumed_params(&info, params, &self.fake.cwd),

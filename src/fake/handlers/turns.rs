@@ -71,7 +71,7 @@ impl H<'_> {
         let (next, settings, changed) = self.fake.store.update(|d| {
             let info = d["threads"][thread_id].clone();
             let next =
-                settings::for_turn(&self.fake.config, &self.fake.cwd, &info, params, &texts)?;
+                settings::for_turn(&self.fake.config(), &self.fake.cwd, &info, params, &texts)?;
             let settings = self.thread_settings(&next);
             let changed = shown(&settings) != shown(&self.thread_settings(&info));
             d["threads"][thread_id] = next.clone();

@@ -25,7 +25,7 @@ impl H<'_> {
     pub(super) fn model_of(&self, info: &Value) -> String {
         info["model"]
             .as_str()
-            .map_or_else(|| self.fake.config.model.clone(), str::to_string)
+            .map_or_else(|| self.fake.config().model.clone(), str::to_string)
     }
 
     /// A stored turn as the real server lists it: `view` `full` (every item), `summary` (the
@@ -146,7 +146,7 @@ impl H<'_> {
         info.get("approvalPolicy")
             .filter(|v| !v.is_null())
             .cloned()
-            .unwrap_or_else(|| json!(self.fake.config.approval_policy))
+            .unwrap_or_else(|| json!(self.fake.config().approval_policy))
     }
 
     pub(super) fn reviewer_of(&self, info: &Value) -> Value {
@@ -159,14 +159,14 @@ impl H<'_> {
     pub(super) fn provider_of(&self, info: &Value) -> String {
         info["provider"]
             .as_str()
-            .map_or_else(|| self.fake.config.provider.clone(), str::to_string)
+            .map_or_else(|| self.fake.config().provider.clone(), str::to_string)
     }
 
     /// The thread's settings as resolved when it started (a thread stored before they were
     /// kept: as the configuration resolves them for its cwd).
     pub(super) fn resolved_of(&self, info: &Value) -> Option<settings::Resolved> {
         settings::for_start(
-            &self.fake.config,
+            &self.fake.config(),
             &self.fake.catalog,
             &self.fake.cwd,
             &json!({"cwd": info["cwd"]}),

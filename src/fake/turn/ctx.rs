@@ -445,7 +445,7 @@ impl<'a> Ctx<'a> {
         body: &str,
         headers: &[(String, String)],
     ) -> Result<(), End> {
-        let cfg = &self.conn.fake.config;
+        let cfg = &self.conn.fake.config();
         let headers: serde_json::Map<String, Value> =
             headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
         let f = provider::classify(
@@ -512,7 +512,7 @@ impl<'a> Ctx<'a> {
     /// The stream ended early: retried while the provider allows it, else the turn fails.
     pub(super) fn dropped_stream(&mut self) -> Result<(), End> {
         self.unfinished_response();
-        if self.retries < self.conn.fake.config.stream_max_retries {
+        if self.retries < self.conn.fake.config().stream_max_retries {
             return self.retry_stream(STREAM_CLOSED);
         }
         self.fail(STREAM_CLOSED.to_string(), json!("other"))
@@ -521,7 +521,7 @@ impl<'a> Ctx<'a> {
     /// A failed stream retried: codex says so (the failure's text as the details) and asks
     /// again (the turn's next scripted response).
     pub(super) fn retry_stream(&mut self, details: &str) -> Result<(), End> {
-        let max = self.conn.fake.config.stream_max_retries;
+        let max = self.conn.fake.config().stream_max_retries;
         self.retries += 1;
         self.rollout.response_dropped();
         self.item_notify(

@@ -91,7 +91,7 @@ impl<'a> Ctx<'a> {
                 | "invalid_prompt"
                 | "server_is_overloaded"
         );
-        if retried && self.retries < self.conn.fake.config.stream_max_retries {
+        if retried && self.retries < self.conn.fake.config().stream_max_retries {
             return self.retry_stream(&message);
         }
         if info == "contextWindowExceeded" {

@@ -78,8 +78,10 @@ pub fn context_window(conn: &Conn, thread_id: &str) -> i64 {
     let data = conn.fake.store.load();
     let model = data["threads"][thread_id]["model"]
         .as_str()
-        .map_or_else(|| conn.fake.config.model.clone(), str::to_string);
-    conn.fake.catalog.context_window(&model, &conn.fake.config)
+        .map_or_else(|| conn.fake.config().model.clone(), str::to_string);
+    conn.fake
+        .catalog
+        .context_window(&model, &conn.fake.config())
 }
 
 /// A `UserInput` as a userMessage item shows it (checked on 0.171.0 for every variant): the

@@ -122,7 +122,7 @@ impl<'a> Ctx<'a> {
         let has_tool = self
             .conn
             .fake
-            .config
+            .config()
             .features
             .iter()
             .any(|f| f == "request_permissions_tool");
@@ -235,7 +235,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn approval_policy_value(&self) -> Value {
         let data = self.conn.fake.store.load();
         match &data["threads"][&self.ctl.thread_id]["approvalPolicy"] {
-            Value::Null => json!(self.conn.fake.config.approval_policy),
+            Value::Null => json!(self.conn.fake.config().approval_policy),
             v => v.clone(),
         }
     }
@@ -246,7 +246,7 @@ impl<'a> Ctx<'a> {
         let t = &data["threads"][&self.ctl.thread_id];
         match t["sandbox"]["type"].as_str() {
             Some(s) => s.to_string(),
-            None => match self.conn.fake.config.sandbox_mode.as_deref() {
+            None => match self.conn.fake.config().sandbox_mode.as_deref() {
                 Some("workspace-write") => "workspaceWrite".into(),
                 Some("danger-full-access") => "dangerFullAccess".into(),
                 _ => "readOnly".into(),
@@ -717,7 +717,7 @@ impl<'a> Ctx<'a> {
         let data = self.conn.fake.store.load();
         let model = data["threads"][&self.ctl.thread_id]["model"]
             .as_str()
-            .map_or_else(|| self.conn.fake.config.model.clone(), str::to_string);
+            .map_or_else(|| self.conn.fake.config().model.clone(), str::to_string);
         self.conn
             .fake
             .catalog
@@ -794,7 +794,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn user_input(&mut self, id: &str, questions: &Value, over: &Params) {
         // No item, asked or not: the call and its output are in the rollout.
         self.rollout.unkept();
-        let features = &self.conn.fake.config.features;
+        let features = &self.conn.fake.config().features;
         let plan = self.plan_mode;
         if !plan
             && !features

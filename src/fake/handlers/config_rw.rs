@@ -1,0 +1,151 @@
+//! `config/read`, `config/value/write`, `config/batchWrite` as codex's config service answers
+//! them (`codex-rs/app-server/src/config_manager_service.rs`; the layer logic in
+//! `src/fake/user_config.rs`). A write lands in `CODEX_HOME/config.toml` and the configuration
+//! is read again, so a thread started after it runs with what was written. Shown by
+//! `tests/corpus/turns/51_settings` on every version. A server started with `-c key=value` has
+//! codex's session-flags layer over the user's. Not modeled (the recorded answer): a project
+//! layer (`cwd` with a `.codex/config.toml`).
+
+use super::view::H;
+use crate::fake::rpc::INTERNAL_PREFIX;
+use crate::fake::user_config::{self as uc, WriteError};
+use serde_json::{json, Map, Value};
+
+impl H<'_> {
+    fn user_file(&self) -> std::path::PathBuf {
+        self.fake.codex_home.join("config.toml")
+    }
+
+    /// The user layer as codex loads it for each request: the file, in its order.
+    fn user_table(&self) -> Map<String, Value> {
+        uc::from_toml(&std::fs::read_to_string(self.user_file()).unwrap_or_default())
+    }
+
+    /// Whether the version's facts were probed (else the recorded answer).
+    fn config_modeled(&self) -> bool {
+        self.fake.config_facts.known()
+    }
+
+    pub(super) fn config_read(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let project = p["cwd"].as_str().is_some_and(|cwd| {
+            std::path::Path::new(cwd)
+                .join(".codex/config.toml")
+                .exists()
+        });
+        if !self.config_modeled() || project {
+            return self.not_modeled("config/read");
+        }
+        let table = self.user_table();
+        let flags = uc::flags(&self.fake.overrides);
+        let features = crate::fake::catalog::feature_names(self.fake.protocol);
+        let config = self
+            .fake
+            .config_facts
+            .effective(&uc::merged(&table, &flags), &features)
+            .map_err(|m| format!("{INTERNAL_PREFIX}{m}"))?;
+        let file = self.user_file().display().to_string();
+        let mut origins = uc::origins(&table, &uc::user_layer(&file, &table));
+        origins.extend(uc::origins(&flags, &uc::flags_layer(&flags)));
+        let mut result = json!({"config": config, "origins": origins});
+        if p["includeLayers"] == true {
+            result["layers"] = uc::layers(&file, &table, &flags);
+        }
+        self.result(id, result);
+        Ok(())
+    }
+
+    pub(super) fn config_write(&self, id: &Value, p: &Value, batch: bool) -> Result<(), String> {
+        if !self.config_modeled() {
+            return self.not_modeled(if batch {
+                "config/batchWrite"
+            } else {
+                "config/value/write"
+            });
+        }
+        let edits: Vec<&Value> = if batch {
+            p["edits"]
+                .as_array()
+                .map(|e| e.iter().collect())
+                .unwrap_or_default()
+        } else {
+            vec![p]
+        };
+        match self.apply_edits(p, &edits) {
+            Ok(result) => {
+                self.fake.reload_config();
+                self.result(id, result);
+            }
+            Err(e) => self.send(json!({"error": {"code": -32600,
+                "data": {"config_write_error_code": e.code}, "message": e.message}, "id": id})),
+        }
+        Ok(())
+    }
+
+    /// codex's `apply_edits`, in its order: the file, the expected version, each edit's key
+    /// path and legacy keys, the whole table's check; then the file is written.
+    fn apply_edits(&self, p: &Value, edits: &[&Value]) -> Result<Value, WriteError> {
+        let user = self.user_file();
+        let file = match p["filePath"].as_str() {
+            None => user.display().to_string(),
+            Some(given) => uc::is_user_file(given, &user).ok_or_else(|| {
+                uc::refusal(uc::READONLY, "Only writes to the user config are allowed")
+            })?,
+        };
+        let mut table = self.user_table();
+        let mut paths = Vec::new();
+        if let Some(expected) = p["expectedVersion"].as_str() {
+            if expected != uc::version(&table) {
+                return Err(uc::refusal(
+                    uc::CONFLICT,
+                    "Configuration was modified since last read. Fetch latest version and retry.",
+                ));
+            }
+        }
+        for edit in edits {
+            let path = edit["keyPath"].as_str().unwrap_or_default();
+            let segments = uc::key_path(path).map_err(|m| uc::refusal(uc::VALIDATION, m))?;
+            let value = &edit["value"];
+            if !value.is_null() {
+                if segments == ["profile"] {
+                    return Err(uc::refusal(uc::VALIDATION, LEGACY_PROFILE));
+                }
+                if segments[0] == "profiles" {
+                    return Err(uc::refusal(uc::VALIDATION, LEGACY_PROFILES));
+                }
+            }
+            uc::apply(
+                &mut table,
+                &segments,
+                value,
+                edit["mergeStrategy"] == "upsert",
+            );
+            paths.push(segments);
+        }
+        self.fake.config_facts.check(&table)?;
+        let overridden = uc::overridden(&table, &uc::flags(&self.fake.overrides), &paths);
+        // A table a clear left empty is not written back (codex's editor drops a table header
+        // with nothing under it), though the answer's version still counts it.
+        let mut file_table = table.clone();
+        for p in &paths {
+            uc::prune_empty(&mut file_table, p);
+        }
+        let text = uc::to_toml(&file_table);
+        // Written as codex writes it; a home that cannot be written is codex's internal error,
+        // which the fake does not model beyond answering as if written.
+        let _ = std::fs::write(&user, &text);
+        let status = if overridden.is_some() {
+            "okOverridden"
+        } else {
+            "ok"
+        };
+        Ok(
+            json!({"status": status, "version": uc::version(&table), "filePath": file,
+                  "overriddenMetadata": overridden}),
+        )
+    }
+}
+
+const LEGACY_PROFILE: &str = "`profile` is a legacy config selector and can no longer be \
+written; use `--profile <name>` with `<name>.config.toml` instead";
+const LEGACY_PROFILES: &str = "`profiles` contains legacy config profile tables and can no \
+longer be written; use `--profile <name>` with `<name>.config.toml` instead";
