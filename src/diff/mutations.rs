@@ -234,3 +234,64 @@ fn every_tolerance_is_shown_by_a_kept_real_against_real_pair() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The `config/read` result of a recording, and its index.
+fn config_read(t: &[Value]) -> usize {
+    position(t, |l| l["msg"]["result"].get("origins").is_some())
+}
+
+/// What the config masks leave compared: a user layer's version, a value, the layers' order.
+#[test]
+fn config_reads_are_compared_but_for_their_hash_map_order_and_the_flags_version() {
+    let orig = lines("0.171.0", "51_settings");
+    let at = config_read(&orig);
+    let mut t = orig.clone();
+    let layers = t[at]["msg"]["result"]["layers"].as_array_mut().unwrap();
+    let user = layers
+        .iter_mut()
+        .find(|l| l["name"]["type"] == "user")
+        .unwrap();
+    let v = user["version"]
+        .as_str()
+        .unwrap()
+        .replacen("sha256:", "sha256:0", 1);
+    user["version"] = json!(v);
+    caught("a wrong user layer version", &orig, &t);
+
+    let mut t = orig.clone();
+    t[at]["msg"]["result"]["config"]["model"] = json!("gpt-wrong");
+    caught("a wrong value in config", &orig, &t);
+
+    let mut t = orig.clone();
+    t[at]["msg"]["result"]["layers"]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    caught("the layers in the wrong order", &orig, &t);
+
+    let mut t = orig.clone();
+    let origins = t[at]["msg"]["result"]["origins"].as_object_mut().unwrap();
+    let first = origins.keys().next().unwrap().clone();
+    origins.shift_remove(&first);
+    caught("a missing origin", &orig, &t);
+
+    // Masked: the order of config's keys, and the flags layer's version (it hashes a port).
+    let mut t = orig.clone();
+    let config = t[at]["msg"]["result"]["config"].take();
+    let reversed: Map<String, Value> = config
+        .as_object()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    t[at]["msg"]["result"]["config"] = Value::Object(reversed);
+    let layers = t[at]["msg"]["result"]["layers"].as_array_mut().unwrap();
+    let flags = layers
+        .iter_mut()
+        .find(|l| l["name"]["type"] == "sessionFlags")
+        .unwrap();
+    flags["version"] = json!("sha256:0000");
+    let (a, b) = (masked(&text(&orig)).unwrap(), masked(&text(&t)).unwrap());
+    compare(&a, &b).unwrap_or_else(|m| panic!("masked parts compared: {}", m.why));
+}

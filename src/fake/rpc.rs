@@ -41,6 +41,8 @@ pub struct Fake {
     /// A write changed the configuration since a session last loaded it: the next session
     /// start warns about it again as at start-up (`configWarning`).
     pub config_changed: std::sync::atomic::AtomicBool,
+    /// `experimentalFeature/enablement/set`'s process-wide flags, as set (each call adds).
+    pub enablement: Mutex<serde_json::Map<String, Value>>,
     /// The version's `config/*` facts (`schema/<V>/facts/config.json`).
     pub config_facts: super::user_config::Facts,
     /// Threads started, resumed or forked by this process: the only ones turns can run on.
@@ -78,6 +80,7 @@ impl Fake {
             ))),
             overrides: overrides.to_vec(),
             config_changed: std::sync::atomic::AtomicBool::new(false),
+            enablement: Mutex::new(serde_json::Map::new()),
             config_facts,
             transcript: Transcript::new(dir.join("transcript.jsonl")),
             store: Store::new(&dir),

@@ -70,6 +70,16 @@ impl Facts {
         self.defaults.keys().cloned().collect()
     }
 
+    /// The flags `experimentalFeature/enablement/set` may set at run time: those `config/read`
+    /// always lists (codex's `SUPPORTED_EXPERIMENTAL_FEATURE_ENABLEMENT`, which it reports there).
+    pub fn runtime_features(&self) -> Vec<String> {
+        self.defaults
+            .get("features")
+            .and_then(Value::as_object)
+            .map(|f| f.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Whether the version's facts were probed (else the fake keeps its recorded answers).
     pub fn known(&self) -> bool {
         !self.defaults.is_empty()
@@ -111,8 +121,17 @@ impl Facts {
         &self,
         user: &Map<String, Value>,
         features: &[String],
+        enablement: &Map<String, Value>,
     ) -> Result<Value, String> {
         let mut config = self.defaults.clone();
+        // Run-time flags, under what the configuration sets.
+        if let Some(Value::Object(f)) = config.get_mut("features") {
+            for (name, on) in enablement {
+                if f.contains_key(name) {
+                    f.insert(name.clone(), on.clone());
+                }
+            }
+        }
         for (key, value) in user {
             if key == "features" {
                 if let (Some(set), Some(Value::Object(f))) =
@@ -678,7 +697,7 @@ mod tests {
                        "sandbox_workspace_write": {"network_access": true},
                        "features": {"memories": true, "nonexistent": true}});
         let c = f
-            .effective(t.as_object().unwrap(), &["memories".into()])
+            .effective(t.as_object().unwrap(), &["memories".into()], &Map::new())
             .unwrap();
         assert_eq!(c["model"], "m");
         assert!(c.get("foo").is_none());
@@ -690,7 +709,9 @@ mod tests {
         let t = json!({"model_providers": {"s": {"name": "s", "base_url": "http://b",
                                                   "request_max_retries": 0}},
                        "mcp_servers": {"u": {"url": "http://u"}}});
-        let c = f.effective(t.as_object().unwrap(), &[]).unwrap();
+        let c = f
+            .effective(t.as_object().unwrap(), &[], &Map::new())
+            .unwrap();
         assert_eq!(c["model_providers"]["s"]["request_max_retries"], 0);
         assert_eq!(c["model_providers"]["s"]["wire_api"], "responses");
         assert_eq!(c["model_providers"]["s"]["stream_max_retries"], Value::Null);
@@ -698,7 +719,8 @@ mod tests {
         assert!(c["mcp_servers"]["u"].get("args").is_none());
         let t = json!({"model_provider": "nope"});
         assert_eq!(
-            f.effective(t.as_object().unwrap(), &[]).unwrap_err(),
+            f.effective(t.as_object().unwrap(), &[], &Map::new())
+                .unwrap_err(),
             "failed to resolve feature override precedence: Model provider `nope` not found"
         );
     }

@@ -41,7 +41,11 @@ impl H<'_> {
         let config = self
             .fake
             .config_facts
-            .effective(&uc::merged(&table, &flags), &features)
+            .effective(
+                &uc::merged(&table, &flags),
+                &features,
+                &crate::fake::state::lock(&self.fake.enablement),
+            )
             .map_err(|m| format!("{INTERNAL_PREFIX}{m}"))?;
         let file = self.user_file().display().to_string();
         let mut origins = uc::origins(&table, &uc::user_layer(&file, &table));
@@ -142,6 +146,45 @@ impl H<'_> {
             json!({"status": status, "version": uc::version(&table), "filePath": file,
                   "overriddenMetadata": overridden}),
         )
+    }
+}
+
+impl H<'_> {
+    /// `experimentalFeature/enablement/set`: the flags codex lets a client set at run time are
+    /// kept for the process (each call adds to the last) and echoed; any other is dropped.
+    pub(super) fn enablement_set(&self, id: &Value, p: &Value) -> Result<(), String> {
+        if !self.config_modeled() {
+            return self.not_modeled("experimentalFeature/enablement/set");
+        }
+        let runtime = self.fake.config_facts.runtime_features();
+        // Echoed in name order (codex keeps them in a `BTreeMap`).
+        let mut set: Vec<(String, Value)> = p["enablement"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| runtime.contains(name))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        set.sort_by(|a, b| a.0.cmp(&b.0));
+        let set: Map<String, Value> = set.into_iter().collect();
+        crate::fake::state::lock(&self.fake.enablement).extend(set.clone());
+        self.result(id, json!({ "enablement": set }));
+        Ok(())
+    }
+
+    /// Whether a flag is on for this process: the configuration's `[features]` (flags, then
+    /// config.toml), else a run-time enablement, else `None` (the version's default).
+    pub(super) fn feature_enabled(&self, name: &str) -> Option<bool> {
+        let table = uc::merged(&self.user_table(), &uc::flags(&self.fake.overrides));
+        let configured = table
+            .get("features")
+            .and_then(|f| f.get(name))
+            .and_then(Value::as_bool);
+        configured.or_else(|| {
+            crate::fake::state::lock(&self.fake.enablement)
+                .get(name)
+                .and_then(Value::as_bool)
+        })
     }
 }
 

@@ -182,6 +182,9 @@ const RULES: &[(&str, Handler)] = &[
         h.fixed(id, "userVerification/status", p)
     }),
     ("memory/status", |h, id, p| h.fixed(id, "memory/status", p)),
+    ("windowsSandbox/setupStart", |h, id, p| {
+        h.windows_sandbox_setup(id, p)
+    }),
     ("windowsSandbox/readiness", |h, id, p| {
         h.fixed(id, "windowsSandbox/readiness", p)
     }),
@@ -236,6 +239,9 @@ const RULES: &[(&str, Handler)] = &[
         h.pairing("remoteControl/pairing/status", p)
     }),
     ("experimentalFeature/list", |h, id, p| h.feature_list(id, p)),
+    ("experimentalFeature/enablement/set", |h, id, p| {
+        h.enablement_set(id, p)
+    }),
     ("model/list", |h, id, p| h.model_list(id, p)),
     ("configRequirements/read", |h, id, p| {
         h.fixed(id, "configRequirements/read", p)

@@ -319,6 +319,10 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ),
     ("config/read", &[("cwd", Read), ("includeLayers", Read)]),
     (
+        "experimentalFeature/enablement/set",
+        &[("enablement", Read)],
+    ),
+    (
         "config/value/write",
         &[
             ("expectedVersion", Read),
@@ -535,6 +539,16 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         &[("minConsolidatedThreads", Unmodeled(FIXED))],
     ),
     ("windowsSandbox/readiness", &[]),
+    (
+        "windowsSandbox/setupStart",
+        &[
+            (
+                "cwd",
+                Unmodeled("off Windows the setup fails before it reads the cwd"),
+            ),
+            ("mode", Read),
+        ],
+    ),
     (
         "thread/prepareApprovedPlan",
         &[

@@ -69,6 +69,10 @@ fn rehome(v: &mut Value, from: &str, to: &str) {
     }
 }
 
+/// How long codex takes to fail a Windows sandbox setup off Windows (see
+/// `windows_sandbox_setup`).
+const SANDBOX_SETUP_MS: u64 = 8;
+
 /// The id of codex's built-in "Pinned" thread section (the same on every version and run).
 const PINNED_SECTION: &str = "01984de2-8f74-7c91-a3b2-5c5e937cf318";
 
@@ -360,7 +364,18 @@ impl H<'_> {
             // What a thread's own config enables is not modeled.
             return self.not_modeled(method);
         }
-        let page = offset_page(data, p, "feature flags")?;
+        // Each flag as this process has it: configured, else enabled at run time.
+        let data: Vec<Value> = data
+            .iter()
+            .map(|f| {
+                let mut f = f.clone();
+                if let Some(on) = f["name"].as_str().and_then(|n| self.feature_enabled(n)) {
+                    f["enabled"] = json!(on);
+                }
+                f
+            })
+            .collect();
+        let page = offset_page(&data, p, "feature flags")?;
         self.result(id, page);
         Ok(())
     }
@@ -732,6 +747,28 @@ impl H<'_> {
     }
 
     /// Answers that depend on nothing the fake does not model.
+    /// `windowsSandbox/setupStart` off Windows: started, then failed by codex's words for the
+    /// mode (`elevated`, else the `legacy` setup).
+    pub(super) fn windows_sandbox_setup(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let mode = s(p, "mode");
+        let kind = if mode == "elevated" {
+            "elevated"
+        } else {
+            "legacy"
+        };
+        self.result(id, json!({"started": true}));
+        let done = json!({"mode": mode, "success": false,
+            "error": format!("{kind} Windows sandbox setup is only supported on Windows")});
+        // codex fails the setup on a task of its own: the failure came 7–11 ms after the
+        // result on 0.171.0 (five starts in a row), after the client's next quick requests.
+        let conn = std::sync::Arc::clone(self.c);
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(SANDBOX_SETUP_MS));
+            conn.notify("windowsSandbox/setupCompleted", done);
+        });
+        Ok(())
+    }
+
     pub(super) fn fixed(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
         let v = match method {
             "userVerification/status" => json!({"credentialId": null,
