@@ -901,6 +901,17 @@ impl<'a> Builder<'a> {
         if let Some(&d) = self.facts.deny.get(ptr) {
             deny = d;
         }
+        if s.get("additionalProperties") == Some(&Value::Bool(true)) {
+            // `true` beside declared fields is a flattened map of any value (codex's
+            // `Config.additional`): other keys are kept, not dropped.
+            fields.push(Field {
+                json: "__extra".into(),
+                ty: Ty::Map(Box::new(Ty::Value)),
+                presence: Presence::Required,
+                flatten: true,
+                sent: false,
+            });
+        }
         if let Some(ap) = s.get("additionalProperties").filter(|ap| ap.is_object()) {
             // Declared fields plus a map that takes every other key.
             let ty = self.ty(ts_key, ap, &format!("{ptr}/additionalProperties"), name)?;

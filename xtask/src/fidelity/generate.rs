@@ -732,6 +732,11 @@ impl<'a> Generator<'a> {
                 case.features.push("goals".into());
             }
         }
+        if self.wide && self.rng.pct(10) {
+            // A settings panel: writes (some refused), then what a read shows of them.
+            let calls = self.settings();
+            case.after.extend(calls);
+        }
         if self.wide {
             // The wide net: some of the schema's other client methods, each with its required
             // params and a draw of its optional ones (the session's thread where one is named).
@@ -760,6 +765,81 @@ impl<'a> Generator<'a> {
             ]));
         }
         case
+    }
+
+    /// A settings sequence: one to three writes (by value or in a batch; keys of every kind,
+    /// values of every JSON kind, so some are refused), a run-time feature flag now and then,
+    /// then `config/read` (with its layers, sometimes) and the feature list.
+    fn settings(&mut self) -> Vec<Value> {
+        const KEYS: &[&str] = &[
+            "model",
+            "model_reasoning_effort",
+            "approval_policy",
+            "sandbox_mode",
+            "features.memories",
+            "features.hooks",
+            "notify",
+            "model_context_window",
+            "hide_agent_reasoning",
+            "sandbox_workspace_write",
+            "project_doc_max_bytes",
+            "unknown_panel.width",
+            "\"a.b\".c",
+            "profile",
+            "",
+            "a..b",
+        ];
+        let values = [
+            json!("x"),
+            json!("high"),
+            json!("never"),
+            json!("read-only"),
+            json!("gpt-5.5"),
+            json!(5),
+            json!(-1),
+            json!(2.5),
+            json!(true),
+            json!(false),
+            json!(["notify-send", "done"]),
+            json!({}),
+            Value::Null,
+        ];
+        let mut out = Vec::new();
+        for _ in 0..1 + self.rng.below(3) {
+            let edit = |rng: &mut Rng| {
+                json!({"keyPath": *rng.pick(KEYS), "value": rng.pick(&values).clone(),
+                       "mergeStrategy": *rng.pick(&["replace", "upsert"])})
+            };
+            let mut call = if self.rng.pct(60) {
+                json!({"method": "config/value/write", "params": edit(&mut self.rng)})
+            } else {
+                let n = 1 + self.rng.below(3);
+                let edits: Vec<Value> = (0..n).map(|_| edit(&mut self.rng)).collect();
+                json!({"method": "config/batchWrite", "params": {"edits": edits}})
+            };
+            if self.rng.pct(10) {
+                call["params"]["expectedVersion"] = json!("sha256:0");
+            }
+            if self.rng.pct(10) {
+                call["params"]["filePath"] = json!(self
+                    .rng
+                    .pick(&["${root}/codex_home/config.toml", "/tmp/elsewhere.toml"]));
+            }
+            out.push(call);
+        }
+        if self.rng.pct(30) {
+            let flag = *self
+                .rng
+                .pick(&["memories", "tool_suggest", "remote_plugin", "hooks"]);
+            out.push(json!({"method": "experimentalFeature/enablement/set",
+                            "params": {"enablement": {flag: self.rng.pct(50)}}}));
+        }
+        out.push(json!({"method": "config/read",
+                        "params": {"includeLayers": self.rng.pct(50)}}));
+        if self.rng.pct(30) {
+            out.push(json!({"method": "experimentalFeature/list", "params": {"limit": 300}}));
+        }
+        out
     }
 
     /// One call of a client method drawn from the schema (the harness-driven ones aside).
