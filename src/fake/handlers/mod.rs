@@ -59,6 +59,7 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/goal/clear", |h, id, p| h.goal_clear(id, p)),
     ("turn/start", |h, id, p| h.turn_start(id, p)),
     ("turn/interrupt", |h, id, p| h.turn_interrupt(id, p)),
+    ("thread/shellCommand", |h, id, p| h.shell_command(id, p)),
     ("turn/steer", |h, id, p| h.turn_steer(id, p)),
     ("thread/compact/start", |h, id, p| h.compact_start(id, p)),
     ("fs/readFile", |h, id, p| h.fs_read_file(id, p)),

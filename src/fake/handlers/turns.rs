@@ -162,6 +162,22 @@ impl H<'_> {
         turn::start_for_request(self.c, id, &thread_id, params)
     }
 
+    /// `thread/shellCommand`: the user's command as a turn of its own (codex's order of
+    /// checks: the command, then the thread; 54_user_shell_command).
+    pub(super) fn shell_command(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let command = params["command"].as_str().unwrap_or_default();
+        if command.trim().is_empty() {
+            return Err("command must not be empty".into());
+        }
+        let (thread_id, _) = self.fake.loaded_thread(params)?;
+        if turn::running().get(&thread_id).is_some() {
+            // Run inside the turn already going: not modeled.
+            return self.not_modeled("thread/shellCommand");
+        }
+        turn::start_shell(self.c, id, &thread_id, command);
+        Ok(())
+    }
+
     pub(super) fn active_turn(&self, params: &Value, what: &str) -> Result<Arc<TurnCtl>, String> {
         let (thread_id, _) = self.fake.loaded_thread(params)?;
         turn::running()

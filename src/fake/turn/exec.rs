@@ -35,11 +35,13 @@ const STREAM_AFTER: Duration = Duration::from_millis(150);
 
 /// Runs the command as the shell tool does (`/bin/bash -lc`, stdout and stderr on one pipe)
 /// unless the step scripts its `output` (and `exit_code`). `started` gets the process id once it
-/// runs; `delta` each piece of output read after [`STREAM_AFTER`] (at most 8 KiB each).
+/// runs; `delta` each piece of output read after [`STREAM_AFTER`] (at most 8 KiB each), or
+/// every piece when `stream_all` (a user's shell command streams from the start).
 pub(super) fn run_command(
     scripted: Option<(&str, i64)>,
     command: &str,
     cwd: &str,
+    stream_all: bool,
     started: &mut dyn FnMut(&Value),
     delta: &mut dyn FnMut(&str),
 ) -> Ran {
@@ -99,7 +101,7 @@ pub(super) fn run_command(
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 out.extend_from_slice(&buf[..n]);
-                if since.elapsed() >= STREAM_AFTER {
+                if stream_all || since.elapsed() >= STREAM_AFTER {
                     held.extend_from_slice(&buf[..n]);
                     let cut = match std::str::from_utf8(&held) {
                         Ok(_) => held.len(),

@@ -513,6 +513,7 @@ impl<'a> Ctx<'a> {
             scripted,
             &raw,
             &cwd,
+            false,
             &mut |pid| {
                 if at.is_none() {
                     at = Some(self.started(&started_item(pid)));
@@ -534,6 +535,33 @@ impl<'a> Ctx<'a> {
             json!(ran.code),
             json!(0),
         );
+        self.completed(done, at);
+        Ok(())
+    }
+
+    /// `thread/shellCommand`'s command, the turn's one item: run in the thread's cwd outside
+    /// any sandbox or approval (the user asked for it), its output streamed as it comes, no
+    /// process id shown (codex's `userShell` items).
+    pub(super) fn user_shell(&mut self, raw: &str) -> Result<(), End> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let cwd = self.cwd();
+        let item = json!({"type": "commandExecution", "id": id, "pluginId": null,
+            "scriptPath": null, "command": shell::shell_display(raw), "cwd": cwd,
+            "processId": null, "source": "userShell", "status": "inProgress",
+            "commandActions": shell::command_actions(raw, &cwd), "aggregatedOutput": null,
+            "exitCode": null, "durationMs": null});
+        let at = self.started(&item);
+        let (conn, scope) = (self.conn.clone(), self.scope(json!({"itemId": id})));
+        let ran = run_command(None, raw, &cwd, true, &mut |_| {}, &mut |delta| {
+            let mut p = scope.clone();
+            p["delta"] = json!(delta);
+            conn.notify("item/commandExecution/outputDelta", p);
+        });
+        let mut done = item;
+        done["status"] = json!(if ran.code == 0 { "completed" } else { "failed" });
+        done["aggregatedOutput"] = ran.output;
+        done["exitCode"] = json!(ran.code);
+        done["durationMs"] = json!(now_ms() - at);
         self.completed(done, at);
         Ok(())
     }
