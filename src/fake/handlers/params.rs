@@ -323,6 +323,17 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         &[("enablement", Read)],
     ),
     (
+        "thread/shellCommand",
+        &[
+            ("command", Read),
+            ("threadId", Read),
+            (
+                "timeoutMs",
+                Unmodeled("a command is not cut off here: it runs to its end"),
+            ),
+        ],
+    ),
+    (
         "config/value/write",
         &[
             ("expectedVersion", Read),
