@@ -1,7 +1,7 @@
 //! The handlers of the methods the fake implements by rule (threads, turns, goals); every
 //! other method answers with its recorded result (`defaults.rs`). Nothing imports the handlers:
 //! the process gives [`dispatch`] to each connection. Rooms: `view.rs` (how a thread shows),
-//! `session.rs` (`initialize`, session starts), `threads.rs` (`thread/*`), `turns.rs` (`turn/*`,
+//! `session.rs` (`initialize`, session starts), `threads.rs` (`thread/*`), `thread_state.rs` (a thread's terminals, queue, memory), `turns.rs` (`turn/*`,
 //! goals, compaction), `fs.rs` (`fs/*`, done for real), `config_rw.rs` (`config/*`), `account.rs`
 //! (the login and what it gates), `rules.rs` (refusals, unsupported methods, fixed answers).
 
@@ -11,6 +11,7 @@ mod fs;
 mod params;
 mod rules;
 mod session;
+mod thread_state;
 mod threads;
 mod turns;
 mod view;
@@ -60,6 +61,15 @@ const RULES: &[(&str, Handler)] = &[
     ("turn/start", |h, id, p| h.turn_start(id, p)),
     ("turn/interrupt", |h, id, p| h.turn_interrupt(id, p)),
     ("thread/shellCommand", |h, id, p| h.shell_command(id, p)),
+    ("thread/backgroundTerminals/list", |h, id, p| {
+        h.background_terminals(id, p, false)
+    }),
+    ("thread/backgroundTerminals/clean", |h, id, p| {
+        h.background_terminals(id, p, true)
+    }),
+    ("thread/queue/list", |h, id, p| h.queue_list(id, p)),
+    ("thread/memoryMode/set", |h, id, p| h.memory_mode_set(id, p)),
+    ("thread/memory/read", |h, id, p| h.memory_read(id, p)),
     ("turn/steer", |h, id, p| h.turn_steer(id, p)),
     ("thread/compact/start", |h, id, p| h.compact_start(id, p)),
     ("fs/readFile", |h, id, p| h.fs_read_file(id, p)),

@@ -323,6 +323,40 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         &[("enablement", Read)],
     ),
     (
+        "thread/backgroundTerminals/list",
+        &[
+            ("cursor", Read),
+            (
+                "limit",
+                Unmodeled("a thread here has no background terminal to page"),
+            ),
+            ("threadId", Read),
+        ],
+    ),
+    ("thread/backgroundTerminals/clean", &[("threadId", Read)]),
+    (
+        "thread/queue/list",
+        &[
+            ("cursor", Read),
+            (
+                "limit",
+                Unmodeled("a thread here has no queued submission to page"),
+            ),
+            ("threadId", Read),
+        ],
+    ),
+    (
+        "thread/memoryMode/set",
+        &[
+            (
+                "mode",
+                Unmodeled("no memory is written here: the mode changes nothing shown"),
+            ),
+            ("threadId", Read),
+        ],
+    ),
+    ("thread/memory/read", &[("threadId", Read)]),
+    (
         "thread/shellCommand",
         &[
             ("command", Read),
