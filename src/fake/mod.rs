@@ -15,6 +15,7 @@ mod provider;
 mod rpc;
 pub mod settings;
 pub mod shell;
+mod skills;
 mod state;
 mod threads;
 mod turn;

@@ -43,6 +43,8 @@ pub struct Fake {
     pub config_changed: std::sync::atomic::AtomicBool,
     /// `experimentalFeature/enablement/set`'s process-wide flags, as set (each call adds).
     pub enablement: Mutex<serde_json::Map<String, Value>>,
+    /// `skills/extraRoots/set`'s roots, as last set.
+    pub skill_roots: Mutex<Vec<PathBuf>>,
     /// The version's `config/*` facts (`schema/<V>/facts/config.json`).
     pub config_facts: super::user_config::Facts,
     /// Threads started, resumed or forked by this process: the only ones turns can run on.
@@ -81,6 +83,7 @@ impl Fake {
             overrides: overrides.to_vec(),
             config_changed: std::sync::atomic::AtomicBool::new(false),
             enablement: Mutex::new(serde_json::Map::new()),
+            skill_roots: Mutex::new(Vec::new()),
             config_facts,
             transcript: Transcript::new(dir.join("transcript.jsonl")),
             store: Store::new(&dir),

@@ -30,6 +30,11 @@ pub struct Case {
     /// `cwd` params).
     #[serde(default)]
     pub dirs: Vec<String>,
+    /// Files written before the server starts: a path starting with a placeholder of
+    /// `after`'s params (`${work}`, `${root}`, `${codex_home}`, `${home}`) → its text (skills,
+    /// marketplaces, a project's files on disk).
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
     /// Per-turn `turn/start` params, over `turn_params` (entry N for turn N).
     #[serde(default)]
     pub turn_params_each: Vec<serde_json::Map<String, Value>>,

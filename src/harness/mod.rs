@@ -140,12 +140,17 @@ fn answer_to(id: &Value, d: &Value) -> Option<Value> {
 }
 
 /// Fills the placeholders of params the case gives: `${work}` (at the start of a string) is
-/// the run's work dir, `${root}` its root; an object member whose value is `${absent}` is left
-/// out.
+/// the run's work dir, `${root}` its root, `${codex_home}` and `${home}` the server's
+/// `CODEX_HOME` and `HOME`; an object member whose value is `${absent}` is left out.
 fn place(v: &mut Value, l: &Layout) {
     match v {
         Value::String(s) => {
-            for (k, dir) in [("${work}", &l.work), ("${root}", &l.root)] {
+            for (k, dir) in [
+                ("${work}", &l.work),
+                ("${root}", &l.root),
+                ("${codex_home}", &l.codex_home),
+                ("${home}", &l.home),
+            ] {
                 if let Some(rest) = s.strip_prefix(k) {
                     *s = format!("{}{rest}", dir.display());
                 }
@@ -230,6 +235,18 @@ pub fn run_outcome(
     }
     for d in &case.dirs {
         std::fs::create_dir_all(l.work.join(d)).map_err(io)?;
+    }
+    for (path, text) in &case.files {
+        let mut at = json!(path);
+        place(&mut at, &l);
+        let at = PathBuf::from(at.as_str().unwrap_or_default());
+        if !at.is_absolute() {
+            return Err(format!("case file {path}: not under a placeholder"));
+        }
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(&at, text).map_err(io)?;
     }
     std::fs::write(l.state.join("scenario.json"), case.scenario.to_string()).map_err(io)?;
     std::fs::write(l.codex_home.join("config.toml"), config_toml(case)).map_err(io)?;

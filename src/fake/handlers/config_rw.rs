@@ -12,12 +12,12 @@ use crate::fake::user_config::{self as uc, WriteError};
 use serde_json::{json, Map, Value};
 
 impl H<'_> {
-    fn user_file(&self) -> std::path::PathBuf {
+    pub(super) fn user_file(&self) -> std::path::PathBuf {
         self.fake.codex_home.join("config.toml")
     }
 
     /// The user layer as codex loads it for each request: the file, in its order.
-    fn user_table(&self) -> Map<String, Value> {
+    pub(super) fn user_table(&self) -> Map<String, Value> {
         uc::from_toml(&std::fs::read_to_string(self.user_file()).unwrap_or_default())
     }
 

@@ -11,6 +11,7 @@ mod fs;
 mod params;
 mod rules;
 mod session;
+mod skills;
 mod thread_state;
 mod threads;
 mod turns;
@@ -257,7 +258,12 @@ const RULES: &[(&str, Handler)] = &[
     ("configRequirements/read", |h, id, p| {
         h.fixed(id, "configRequirements/read", p)
     }),
-    ("skills/extraRoots/set", |h, id, _| h.skills_extra_roots(id)),
+    ("skills/extraRoots/set", |h, id, p| {
+        h.skills_extra_roots(id, p)
+    }),
+    ("skills/config/write", |h, id, p| {
+        h.skills_config_write(id, p)
+    }),
     ("skills/list", |h, id, p| h.skills_list(id, p)),
     ("plugin/install", |h, _, p| h.plugin_install(p)),
     ("plugin/uninstall", |h, _, p| h.plugin_uninstall(p)),

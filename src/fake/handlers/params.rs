@@ -728,9 +728,10 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         ],
     ),
     ("configRequirements/read", &[]),
+    ("skills/extraRoots/set", &[("extraRoots", Read)]),
     (
-        "skills/extraRoots/set",
-        &[("extraRoots", Unmodeled(NOT_KEPT))],
+        "skills/config/write",
+        &[("enabled", Read), ("name", Read), ("path", Read)],
     ),
     (
         "thread/attachment/list",
@@ -854,7 +855,10 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("cwds", Read),
             (
                 "forceReload",
-                Unmodeled("nothing is cached here: every list is fresh"),
+                Unmodeled(
+                    "nothing is cached here: every list is read from disk (codex's watcher \
+                     drops its cache when a skill changes)",
+                ),
             ),
         ],
     ),

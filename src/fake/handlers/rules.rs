@@ -60,7 +60,7 @@ fn offset_page(data: &[Value], p: &Value, what: &str) -> Result<Value, String> {
 
 /// Every path in `v` under the captured `CODEX_HOME` moved under this one (a skill's file, its
 /// icons).
-fn rehome(v: &mut Value, from: &str, to: &str) {
+pub(super) fn rehome(v: &mut Value, from: &str, to: &str) {
     match v {
         Value::String(s) if s.starts_with(from) => *s = s.replacen(from, to, 1),
         Value::Array(a) => a.iter_mut().for_each(|x| rehome(x, from, to)),
@@ -77,7 +77,7 @@ const SANDBOX_SETUP_MS: u64 = 8;
 const PINNED_SECTION: &str = "01984de2-8f74-7c91-a3b2-5c5e937cf318";
 
 /// Invalid params (`-32602`), as the real server marks them.
-fn invalid(message: &str) -> String {
+pub(super) fn invalid(message: &str) -> String {
     format!("{}{message}", crate::fake::rpc::INVALID_PARAMS_PREFIX)
 }
 
@@ -439,14 +439,6 @@ impl H<'_> {
         Ok(())
     }
 
-    /// `skills/extraRoots/set`: the skills are reloaded (`skills/changed`) before the answer;
-    /// which skills the roots hold is not modeled.
-    pub(super) fn skills_extra_roots(&self, id: &Value) -> Result<(), String> {
-        self.notify("skills/changed", json!({}));
-        self.result(id, json!({}));
-        Ok(())
-    }
-
     /// `thread/approveGuardianDeniedAction`: the event is read first (serde's first missing
     /// field); approving one is not modeled (no reviewer denies anything here unasked).
     pub(super) fn approve_denied(&self, p: &Value) -> Result<(), String> {
@@ -584,46 +576,6 @@ impl H<'_> {
                    "message": "User verification is not available in this build or account."})
         };
         self.send(json!({"error": error, "id": id}));
-        Ok(())
-    }
-
-    /// `skills/list`: codex's system skills (as the captured session listed them, under this
-    /// `CODEX_HOME`) for each cwd asked about (the server's own by default); user or project
-    /// skills on disk are not modeled.
-    pub(super) fn skills_list(&self, id: &Value, p: &Value) -> Result<(), String> {
-        let method = "skills/list";
-        let Some((captured_home, system)) = defaults::captured_system_skills(self.fake.protocol)
-        else {
-            return self.not_modeled(method);
-        };
-        let home = crate::fake::state::path_str(&self.fake.codex_home);
-        let user_skills = std::fs::read_dir(self.fake.codex_home.join("skills"))
-            .map(|d| d.filter_map(Result::ok).any(|e| e.file_name() != ".system"))
-            .unwrap_or(false);
-        let cwds: Vec<Value> = match p["cwds"].as_array() {
-            Some(c) if !c.is_empty() => c.clone(),
-            _ => vec![json!(self.fake.cwd)],
-        };
-        let project_skills = cwds.iter().filter_map(Value::as_str).any(|c| {
-            [".codex/skills", ".agents/skills"]
-                .iter()
-                .any(|d| std::path::Path::new(c).join(d).exists())
-        });
-        if user_skills || project_skills {
-            return self.not_modeled(method);
-        }
-        let skills: Vec<Value> = system
-            .into_iter()
-            .map(|mut k| {
-                rehome(&mut k, &captured_home, &home);
-                k
-            })
-            .collect();
-        let data: Vec<Value> = cwds
-            .iter()
-            .map(|c| json!({"cwd": c, "skills": skills, "errors": []}))
-            .collect();
-        self.result(id, json!({"data": data}));
         Ok(())
     }
 
