@@ -235,15 +235,18 @@ const RULES: &[(&str, Handler)] = &[
     ("plugin/share/list", |h, _, _| {
         h.plugin_share("plugin/share/list")
     }),
-    ("plugin/share/delete", |h, _, _| {
-        h.plugin_share("plugin/share/delete")
+    ("plugin/share/delete", |h, _, p| {
+        h.share_by_id("plugin/share/delete", p)
     }),
-    ("plugin/share/checkout", |h, _, _| {
-        h.plugin_share("plugin/share/checkout")
+    ("plugin/share/checkout", |h, _, p| {
+        h.share_by_id("plugin/share/checkout", p)
     }),
-    ("plugin/share/save", |h, _, _| {
-        h.plugin_share("plugin/share/save")
+    ("plugin/share/save", |h, _, p| {
+        h.share_by_id("plugin/share/save", p)
     }),
+    ("plugin/share/updateTargets", |h, _, p| h.share_targets(p)),
+    ("marketplace/add", |h, _, p| h.marketplace_add(p)),
+    ("account/gatewayOAuth/login", |h, _, p| h.gateway_login(p)),
     ("remoteControl/pairing/start", |h, _, p| {
         h.pairing("remoteControl/pairing/start", p)
     }),
@@ -310,8 +313,8 @@ const RULES: &[(&str, Handler)] = &[
         h.user_verification(id, "userVerification/verify")
     }),
     ("marketplace/remove", |h, _, p| h.marketplace_remove(p)),
-    ("plugin/skill/read", |h, _, _| {
-        h.plugin_share("plugin/skill/read")
+    ("plugin/skill/read", |h, _, p| {
+        h.share_by_id("plugin/skill/read", p)
     }),
     ("thread/queue/add", |h, _, p| {
         h.queue_update("thread/queue/add", p)

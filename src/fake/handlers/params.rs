@@ -683,16 +683,13 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("threadId", Read),
         ],
     ),
-    (
-        "plugin/share/checkout",
-        &[("remotePluginId", Unmodeled(GATED))],
-    ),
+    ("plugin/share/checkout", &[("remotePluginId", Read)]),
     (
         "plugin/share/save",
         &[
             ("discoverability", Unmodeled(GATED)),
             ("pluginPath", Unmodeled(GATED)),
-            ("remotePluginId", Unmodeled(GATED)),
+            ("remotePluginId", Read),
             ("shareTargets", Unmodeled(GATED)),
         ],
     ),
@@ -759,7 +756,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         "plugin/skill/read",
         &[
             ("remoteMarketplaceName", Unmodeled(GATED)),
-            ("remotePluginId", Unmodeled(GATED)),
+            ("remotePluginId", Read),
             ("skillName", Unmodeled(GATED)),
         ],
     ),
@@ -887,9 +884,35 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ("threadSection/delete", &[("sectionId", Read)]),
     ("plugin/share/list", &[]),
     (
-        "plugin/share/delete",
-        &[("remotePluginId", Unmodeled(GATED))],
+        "plugin/share/updateTargets",
+        &[
+            ("discoverability", Unmodeled(GATED)),
+            ("remotePluginId", Read),
+            ("shareTargets", Read),
+        ],
     ),
+    (
+        "marketplace/add",
+        &[
+            ("refName", Read),
+            ("source", Read),
+            (
+                "sparsePaths",
+                Unmodeled("a git source is cloned over the network: not modeled"),
+            ),
+        ],
+    ),
+    (
+        "account/gatewayOAuth/login",
+        &[
+            (
+                "deviceAuth",
+                Unmodeled("a provider with gateway OAuth is not modeled"),
+            ),
+            ("modelProvider", Read),
+        ],
+    ),
+    ("plugin/share/delete", &[("remotePluginId", Read)]),
     ("modelProvider/list", &[]),
     ("account/gatewayOAuth/read", &[("modelProvider", Read)]),
     (

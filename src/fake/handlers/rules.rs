@@ -76,6 +76,20 @@ const SANDBOX_SETUP_MS: u64 = 8;
 /// The id of codex's built-in "Pinned" thread section (the same on every version and run).
 const PINNED_SECTION: &str = "01984de2-8f74-7c91-a3b2-5c5e937cf318";
 
+/// A remote plugin id codex accepts: `[A-Za-z0-9_~-]+` (`is_valid_remote_plugin_id`).
+fn remote_plugin_id(p: &Value) -> Result<(), String> {
+    let id = s(p, "remotePluginId");
+    let valid = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_~".contains(c));
+    if valid {
+        Ok(())
+    } else {
+        Err("invalid remote plugin id".into())
+    }
+}
+
 /// Invalid params (`-32602`), as the real server marks them.
 pub(super) fn invalid(message: &str) -> String {
     format!("{}{message}", crate::fake::rpc::INVALID_PARAMS_PREFIX)
@@ -328,6 +342,7 @@ impl H<'_> {
             "plugin/share/checkout" => "checkout plugin share",
             "plugin/share/save" => "save remote plugin share",
             "plugin/skill/read" => "read remote plugin skill details",
+            "plugin/share/updateTargets" => "update remote plugin share targets",
             _ => "delete remote plugin share",
         };
         Err(format!(
@@ -595,6 +610,123 @@ impl H<'_> {
             }
             _ => self.not_modeled("plugin/install"),
         }
+    }
+
+    /// `plugin/share/delete`, `plugin/share/checkout`, `plugin/skill/read` and a
+    /// `plugin/share/save` that names a remote plugin: the id's shape, then the login.
+    pub(super) fn share_by_id(&self, method: &str, p: &Value) -> Result<(), String> {
+        if method == "plugin/skill/read" {
+            // This one says which characters are allowed.
+            remote_plugin_id(p).map_err(|e| {
+                format!("{e}: only ASCII letters, digits, `_`, `-`, and `~` are allowed")
+            })?;
+        } else if method != "plugin/share/save" || !p["remotePluginId"].is_null() {
+            remote_plugin_id(p)?;
+        }
+        self.plugin_share(method)
+    }
+
+    /// `plugin/share/updateTargets`: the id's shape first (`[A-Za-z0-9_~-]+`), then no
+    /// workspace among the targets, then the remote catalog's login.
+    pub(super) fn share_targets(&self, p: &Value) -> Result<(), String> {
+        remote_plugin_id(p)?;
+        let targets = p["shareTargets"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if targets.iter().any(|t| t["principalType"] == "workspace") {
+            return Err(
+                "shareTargets cannot include workspace principals; use discoverability \
+                        UNLISTED for workspace link access"
+                    .into(),
+            );
+        }
+        self.plugin_share("plugin/share/updateTargets")
+    }
+
+    /// `marketplace/add`'s source read as codex's `parse_marketplace_source` reads it: a local
+    /// path (absolute, `./`, `../`, `~/`, `.`, `..`) must resolve to a directory and takes no
+    /// ref; a git URL or an `owner/repo` shorthand is cloned (the network: not modeled), and
+    /// adding a local directory is not modeled either.
+    pub(super) fn marketplace_add(&self, p: &Value) -> Result<(), String> {
+        let source = s(p, "source").trim();
+        if source.is_empty() {
+            return Err("marketplace source must not be empty".into());
+        }
+        let local = |x: &str| {
+            x.starts_with('/')
+                || ["./", "../", "~/"].iter().any(|pre| x.starts_with(pre))
+                || x == "."
+                || x == ".."
+        };
+        let ssh = |x: &str| x.starts_with("ssh://") || (x.starts_with("git@") && x.contains(':'));
+        let (base, mut reference) = match source.rsplit_once('#') {
+            Some((b, r)) => (b, Some(r)),
+            None => match source.rsplit_once('@') {
+                Some((b, r)) if !local(source) && !source.contains("://") && !ssh(source) => {
+                    (b, Some(r))
+                }
+                _ => (source, None),
+            },
+        };
+        reference = reference.filter(|r| !r.trim().is_empty());
+        if p["refName"].is_string() {
+            reference = p["refName"].as_str();
+        }
+        if local(base) {
+            if reference.is_some() {
+                return Err("--ref is only supported for git marketplace sources".into());
+            }
+            let path = match base.strip_prefix("~/") {
+                Some(rest) => std::env::var_os("HOME")
+                    .map_or_else(|| base.into(), |h| std::path::PathBuf::from(h).join(rest)),
+                None => std::path::PathBuf::from(base),
+            };
+            let path = self.fake.cwd.join(path);
+            let path = std::fs::canonicalize(&path)
+                .map_err(|e| format!("failed to resolve local marketplace source path: {e}"))?;
+            if path.is_file() {
+                return Err("local marketplace source must be a directory, not a file".into());
+            }
+            return self.not_modeled("marketplace/add");
+        }
+        let segment = |x: &str| {
+            !x.is_empty()
+                && x.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        let mut parts = base.split('/');
+        let shorthand = parts.next().is_some_and(segment)
+            && parts.next().is_some_and(segment)
+            && parts.next().is_none();
+        if ssh(base) || base.starts_with("http://") || base.starts_with("https://") || shorthand {
+            return self.not_modeled("marketplace/add");
+        }
+        Err(
+            "invalid marketplace source format; expected owner/repo, a git URL, or a local \
+             marketplace path"
+                .into(),
+        )
+    }
+
+    /// `account/gatewayOAuth/login` for the configured provider when it has no gateway OAuth
+    /// (`auth`): codex refuses it; a provider with one, or another provider, is not modeled.
+    pub(super) fn gateway_login(&self, p: &Value) -> Result<(), String> {
+        let config = self.fake.config();
+        let named = p["modelProvider"].as_str().unwrap_or(&config.provider);
+        let gateway = config
+            .custom_providers()
+            .iter()
+            .find(|(id, _)| *id == named)
+            .is_some_and(|(_, t)| t.contains_key("auth"));
+        if named != config.provider || gateway {
+            return self.not_modeled("account/gatewayOAuth/login");
+        }
+        // A version whose login takes no params (0.163.0) speaks of the current provider.
+        let selectable =
+            !defaults::minimal_of(self.fake.protocol, "GatewayOAuthLoginParams").is_null();
+        let which = if selectable { "selected" } else { "current" };
+        Err(format!("The {which} provider does not use gateway OAuth"))
     }
 
     /// `plugin/uninstall`: an id without `@marketplace` names a remote plugin, which needs a
