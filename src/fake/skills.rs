@@ -180,6 +180,66 @@ fn frontmatter(contents: &str) -> Option<String> {
     None
 }
 
+/// codex's line-wise repair of a frontmatter strict YAML refused: on each `key: value` line
+/// (block scalars and their lines, quoted values and comments left alone), a plain value that
+/// holds a `: ` or starts a flow or reserved token YAML cannot read (`[`, `{`, `@`, `` ` ``)
+/// is single-quoted. None when no line changed.
+fn quote_prose(front: &str) -> Option<String> {
+    let mut changed = false;
+    let mut block: Option<usize> = None;
+    let mut out: Vec<String> = Vec::new();
+    for line in front.lines() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if let Some(at) = block {
+            if line.trim().is_empty() || indent > at {
+                out.push(line.to_string());
+                continue;
+            }
+            block = None;
+        }
+        let Some((key, rest)) = line.split_once(':') else {
+            out.push(line.to_string());
+            continue;
+        };
+        if key.trim().is_empty() || rest.chars().next().is_some_and(|c| !c.is_whitespace()) {
+            out.push(line.to_string());
+            continue;
+        }
+        let value = rest.trim_start();
+        let gap = &rest[..rest.len() - value.len()];
+        // A comment starts at a `#` that opens the value or follows whitespace.
+        let cut = value
+            .char_indices()
+            .find(|&(i, c)| c == '#' && (i == 0 || value[..i].ends_with(char::is_whitespace)))
+            .map_or(value.len(), |(i, _)| value[..i].trim_end().len());
+        let (scalar, comment) = (value[..cut].trim_end(), &value[cut..]);
+        let Some(first) = scalar.chars().next() else {
+            out.push(line.to_string());
+            continue;
+        };
+        if first == '|' || first == '>' {
+            block = Some(indent);
+            out.push(line.to_string());
+            continue;
+        }
+        let colon = scalar
+            .char_indices()
+            .any(|(i, c)| c == ':' && scalar[i + 1..].starts_with(char::is_whitespace));
+        let flow =
+            "[{@`".contains(first) && serde_yaml::from_str::<serde_yaml::Value>(scalar).is_err();
+        if first == '\'' || first == '"' || !(colon || flow) {
+            out.push(line.to_string());
+            continue;
+        }
+        out.push(format!(
+            "{key}:{gap}'{}'{comment}",
+            scalar.replace('\'', "''")
+        ));
+        changed = true;
+    }
+    changed.then(|| out.join("\n"))
+}
+
 fn check_len(value: &str, max: usize, field: &str) -> Result<(), String> {
     if value.is_empty() {
         return Err(format!("missing field `{field}`"));
@@ -274,8 +334,15 @@ fn metadata(skill_dir: &Path) -> (Option<Interface>, Option<Dependencies>) {
 fn parse(file: &Path, scope: Scope) -> Result<Skill, String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("failed to read file: {e}"))?;
     let front = frontmatter(&text).ok_or("missing YAML frontmatter delimited by ---")?;
-    let parsed: Frontmatter =
-        serde_yaml::from_str(&front).map_err(|e| format!("invalid YAML: {e}"))?;
+    // Strict YAML first; when it fails, once more with the prose values quoted, and a
+    // failure then reports the first error (codex's repair of third-party frontmatter).
+    let parsed: Frontmatter = serde_yaml::from_str(&front)
+        .or_else(|first| {
+            quote_prose(&front)
+                .and_then(|again| serde_yaml::from_str(&again).ok())
+                .ok_or(first)
+        })
+        .map_err(|e| format!("invalid YAML: {e}"))?;
     let name = parsed
         .name
         .as_deref()
@@ -318,9 +385,9 @@ fn parse(file: &Path, scope: Scope) -> Result<Skill, String> {
     })
 }
 
-/// A root walked breadth first as codex walks it: directory entries in the order the file
-/// system gives them (codex reads them unsorted), hidden ones skipped, symlinks followed,
-/// at most six levels down and 2,000 directories.
+/// A root walked breadth first as codex walks it: directory entries by name (a root's
+/// refusals are listed in that order on every version), hidden ones skipped, symlinks
+/// followed, at most six levels down and 2,000 directories.
 fn walk(root: &Root, skills: &mut Vec<Skill>, errors: &mut Vec<SkillError>) {
     let start = canonical(&root.path);
     if !start.is_dir() {
@@ -332,8 +399,9 @@ fn walk(root: &Root, skills: &mut Vec<Skill>, errors: &mut Vec<SkillError>) {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
+        let mut names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+        names.sort();
+        for name in names {
             if name.to_string_lossy().starts_with('.') {
                 continue;
             }
@@ -581,6 +649,17 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         let cases = [
             ("noname", "---\ndescription: d\n---\n", Ok("noname")),
+            ("prose", "---\nname: [x\ndescription: a: b {\"c\": 1}\n---\n", Ok("[x")),
+            (
+                "alias",
+                "---\nname: x\ndescription: *nope\n---\n",
+                Err("invalid YAML: unknown anchor at line 2 column 14"),
+            ),
+            (
+                "nested",
+                "---\nname: n\ndescription: first\n  more: y\n---\n",
+                Err("invalid YAML: mapping values are not allowed in this context at line 3 column 7"),
+            ),
             (
                 "ws",
                 "---\nname: \"  a   b \"\ndescription: x\n---\n",

@@ -737,6 +737,11 @@ impl<'a> Generator<'a> {
             let calls = self.settings();
             case.after.extend(calls);
         }
+        if self.wide && self.rng.pct(10) {
+            // Skills on disk: files in the user and project roots (some refused), then what
+            // the lists show of them as they are turned off and on and roots are added.
+            self.skills(&mut case);
+        }
         if self.wide {
             // The wide net: some of the schema's other client methods, each with its required
             // params and a draw of its optional ones (the session's thread where one is named).
@@ -840,6 +845,103 @@ impl<'a> Generator<'a> {
             out.push(json!({"method": "experimentalFeature/list", "params": {"limit": 300}}));
         }
         out
+    }
+
+    /// A skills sequence: up to three `SKILL.md` files in each of `$CODEX_HOME/skills`,
+    /// `$HOME/.agents/skills`, an extra root and the project's `.agents/skills` (at most one
+    /// refused file per root: codex lists a root's refusals in the file system's order), then
+    /// lists, writes by name or path (some refused) and extra roots.
+    fn skills(&mut self, case: &mut Case) {
+        let roots = [
+            "${codex_home}/skills",
+            "${home}/.agents/skills",
+            "${home}/extra",
+            "${work}/.agents/skills",
+        ];
+        let mut named: Vec<(String, String)> = Vec::new();
+        for root in roots {
+            let mut refused = false;
+            for i in 0..self.rng.below(4) {
+                let dir = format!("{root}/{}{i}", self.rng.pick(&["s", "deep/x/s", "Ä"]));
+                let name = format!("{}-{i}", self.rng.pick(&["lint", "deploy", "dup"]));
+                let good = format!(
+                    "---\nname: {name}\ndescription: {}\n---\nBody\n",
+                    text(&mut self.rng)
+                );
+                let body = if refused || self.rng.pct(75) {
+                    named.push((name.clone(), format!("{dir}/SKILL.md")));
+                    good
+                } else {
+                    refused = true;
+                    self.rng
+                        .pick(&[
+                            "no frontmatter\n",
+                            "---\nname: only-a-name\n---\n",
+                            "---\nname: [unclosed\ndescription: x: y: z\n---\n",
+                            "---\n---\n",
+                        ])
+                        .to_string()
+                };
+                case.files.insert(format!("{dir}/SKILL.md"), body);
+                if self.rng.pct(20) {
+                    case.files.insert(
+                        format!("{dir}/agents/openai.yaml"),
+                        "interface:\n  display_name: Shown\n  brand_color: \"#123abc\"\n".into(),
+                    );
+                }
+            }
+        }
+        let list = |rng: &mut Rng| {
+            let mut p = json!({});
+            if rng.pct(30) {
+                p["forceReload"] = json!(true);
+            }
+            if rng.pct(30) {
+                p["cwds"] = json!(["${work}"]);
+            }
+            json!({"method": "skills/list", "params": p})
+        };
+        case.after.push(list(&mut self.rng));
+        // A path turned off is turned on again before the sequence ends: the path holds the
+        // run's root, which differs between the two servers' runs, and so would the user
+        // layer's hash in any later `config/read`.
+        let mut off_paths = Vec::new();
+        for _ in 0..1 + self.rng.below(4) {
+            let enabled = self.rng.pct(40);
+            let params = match (self.rng.below(5), named.is_empty()) {
+                (0 | 1, false) => json!({"name": self.rng.pick(&named).0, "enabled": enabled}),
+                (2 | 3, false) => {
+                    let path = self.rng.pick(&named).1.clone();
+                    if !enabled {
+                        off_paths.push(path.clone());
+                    }
+                    json!({"path": path, "enabled": enabled})
+                }
+                _ => self.rng.weighted(&[
+                    (1, json!({"name": "  ", "enabled": enabled})),
+                    (1, json!({"enabled": enabled})),
+                    (1, json!({"name": "no-such-skill", "enabled": enabled})),
+                ]),
+            };
+            case.after
+                .push(json!({"method": "skills/config/write", "params": params}));
+            if self.rng.pct(25) {
+                let roots = if self.rng.pct(70) {
+                    json!(["${home}/extra"])
+                } else {
+                    json!([])
+                };
+                case.after.push(
+                    json!({"method": "skills/extraRoots/set", "params": {"extraRoots": roots}}),
+                );
+            }
+        }
+        case.after.push(list(&mut self.rng));
+        for path in off_paths {
+            case.after.push(
+                json!({"method": "skills/config/write", "params": {"path": path, "enabled": true}}),
+            );
+        }
     }
 
     /// One call of a client method drawn from the schema (the harness-driven ones aside).
