@@ -8,6 +8,7 @@
 mod account;
 mod config_rw;
 mod fs;
+mod imports;
 mod params;
 mod rules;
 mod session;
@@ -194,6 +195,15 @@ const RULES: &[(&str, Handler)] = &[
         h.fixed(id, "userVerification/status", p)
     }),
     ("memory/status", |h, id, p| h.fixed(id, "memory/status", p)),
+    ("externalAgentConfig/import", |h, id, p| {
+        h.external_import(id, p)
+    }),
+    ("externalAgentConfig/import/recordHistory", |h, id, p| {
+        h.record_history(id, p)
+    }),
+    ("externalAgentConfig/import/readHistories", |h, id, _| {
+        h.read_histories(id)
+    }),
     ("windowsSandbox/setupStart", |h, id, p| {
         h.windows_sandbox_setup(id, p)
     }),

@@ -579,10 +579,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ("environment/info", &[("environmentId", Read)]),
     ("environment/status", &[("environmentId", Read)]),
     ("userVerification/status", &[]),
-    (
-        "memory/status",
-        &[("minConsolidatedThreads", Unmodeled(FIXED))],
-    ),
+    ("memory/status", &[("minConsolidatedThreads", Read)]),
     ("windowsSandbox/readiness", &[]),
     (
         "windowsSandbox/setupStart",
@@ -883,6 +880,29 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ),
     ("threadSection/delete", &[("sectionId", Read)]),
     ("plugin/share/list", &[]),
+    (
+        "externalAgentConfig/import",
+        &[
+            ("migrationItems", Read),
+            (
+                "migrationSource",
+                Unmodeled("nothing is migrated here: an import with items is not modeled"),
+            ),
+            (
+                "providerId",
+                Unmodeled("analytics only: an import is not recorded in the history"),
+            ),
+            (
+                "source",
+                Unmodeled("nothing is migrated here: an import with items is not modeled"),
+            ),
+        ],
+    ),
+    (
+        "externalAgentConfig/import/recordHistory",
+        &[("itemTypeResults", Read), ("providerId", Read)],
+    ),
+    ("externalAgentConfig/import/readHistories", &[]),
     (
         "plugin/share/updateTargets",
         &[

@@ -854,6 +854,14 @@ impl H<'_> {
     }
 
     pub(super) fn fixed(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        // codex's supported range of the threshold (default 20).
+        if method == "memory/status"
+            && p["minConsolidatedThreads"]
+                .as_u64()
+                .is_some_and(|n| !(1..=4096).contains(&n))
+        {
+            return Err(invalid("minConsolidatedThreads must be between 1 and 4096"));
+        }
         let v = match method {
             "userVerification/status" => json!({"credentialId": null,
                 "unavailableReason": "providerUnavailable",
