@@ -37,6 +37,7 @@ const TIME_KEYS: &[&str] = &[
     "createdAt",
     "updatedAt",
     "recencyAt",
+    "sectionEnteredAt",
     "startedAt",
     "completedAt",
     "startedAtMs",

@@ -9,6 +9,7 @@ pub mod config;
 pub mod defaults;
 mod handlers;
 mod listen;
+mod plugins;
 mod process;
 mod project;
 mod provider;

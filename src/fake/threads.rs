@@ -18,9 +18,13 @@ impl Fake {
         let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
         check_uuid(&thread_id, what)?;
         let forget = scenario(&self.dir)["forget_threads"].as_bool() == Some(true);
-        // An ephemeral thread lives only in the process that started it.
-        let gone =
-            |info: &Value| info["ephemeral"] == true && !lock(&self.loaded).contains(&thread_id);
+        // An ephemeral thread lives only in the process that started it; a paginated one not
+        // stored yet (no persisted change), only while it is loaded.
+        let gone = |info: &Value| {
+            let unstored = info["ephemeral"] == true
+                || (!materialized(info) && info["historyMode"].as_str() != Some("legacy"));
+            unstored && !lock(&self.loaded).contains(&thread_id)
+        };
         match self.store.load()["threads"].get(&thread_id) {
             Some(info) if !forget && !gone(info) => Ok((thread_id, info.clone())),
             _ => Err(format!("{missing}{thread_id}")),
@@ -205,7 +209,7 @@ pub fn page<T>(
 /// those of another source than the user's), else the last one published, or the initial one
 /// (app-server `read_state::eligible`).
 pub fn read_state(thread_id: &str, info: &Value) -> Value {
-    if !has_read_state(info) {
+    if !has_read_state(info) || !materialized(info) {
         return Value::Null;
     }
     revision_state(thread_id, info)
@@ -220,6 +224,13 @@ pub fn revision_state(thread_id: &str, info: &Value) -> Value {
         }
         None => json!({"firstUnread": null, "revision": format!("initial:{thread_id}")}),
     }
+}
+
+/// Whether the thread has its row in codex's thread store: written at its first persisted
+/// change (a turn, a name, a goal, a memory mode), not at `thread/start`. Before it, the
+/// thread has no read state, and resuming, sampling or reverting it finds no rollout.
+pub fn materialized(info: &Value) -> bool {
+    info["materialized"] == true || info["turns"].as_array().is_some_and(|t| !t.is_empty())
 }
 
 /// Whether codex keeps a read state for the thread.

@@ -180,8 +180,17 @@ fn params(
 
 /// Fills an `after` request's placeholders: the string `${thread}` is the thread's id,
 /// `${nextCursor}` / `${backwardsCursor}` the previous request's result's cursor, `${revision}`
-/// its read state's revision.
+/// its read state's revision, `${prev:/json/pointer}` any value of that result (null when
+/// absent: an id the server made, such as a project's).
 fn substitute(v: &mut Value, thread: &str, previous: &Value) {
+    if let Some(ptr) = v
+        .as_str()
+        .and_then(|s| s.strip_prefix("${prev:"))
+        .and_then(|s| s.strip_suffix('}'))
+    {
+        *v = previous.pointer(ptr).cloned().unwrap_or(Value::Null);
+        return;
+    }
     match v {
         Value::String(s) if s == "${thread}" => *v = json!(thread),
         Value::String(s) if s == "${nextCursor}" => *v = previous["nextCursor"].clone(),

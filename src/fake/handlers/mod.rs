@@ -3,14 +3,17 @@
 //! the process gives [`dispatch`] to each connection. Rooms: `view.rs` (how a thread shows),
 //! `session.rs` (`initialize`, session starts), `threads.rs` (`thread/*`), `thread_state.rs` (a thread's terminals, queue, memory), `turns.rs` (`turn/*`,
 //! goals, compaction), `fs.rs` (`fs/*`, done for real), `config_rw.rs` (`config/*`), `account.rs`
-//! (the login and what it gates), `rules.rs` (refusals, unsupported methods, fixed answers).
+//! (the login and what it gates), `plugins.rs` (`plugin/*` for local marketplaces), `rules.rs` (refusals, unsupported methods, fixed answers).
 
 mod account;
 mod config_rw;
 mod fs;
 mod imports;
 mod params;
+mod plugins;
+mod projects;
 mod rules;
+mod sections;
 mod session;
 mod skills;
 mod thread_state;
@@ -70,6 +73,12 @@ const RULES: &[(&str, Handler)] = &[
         h.background_terminals(id, p, true)
     }),
     ("thread/queue/list", |h, id, p| h.queue_list(id, p)),
+    ("thread/queue/reorder", |h, id, p| {
+        h.queue_change(id, "thread/queue/reorder", p)
+    }),
+    ("thread/queue/delete", |h, id, p| {
+        h.queue_change(id, "thread/queue/delete", p)
+    }),
     ("thread/memoryMode/set", |h, id, p| h.memory_mode_set(id, p)),
     ("thread/memory/read", |h, id, p| h.memory_read(id, p)),
     ("turn/steer", |h, id, p| h.turn_steer(id, p)),
@@ -169,10 +178,17 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/queue/start", |h, _, p| {
         h.refused("thread/queue/start", p)
     }),
-    ("project/read", |h, _, p| h.refused("project/read", p)),
-    ("project/update", |h, _, p| h.refused("project/update", p)),
-    ("project/move", |h, _, p| h.refused("project/move", p)),
-    ("project/delete", |h, _, p| h.refused("project/delete", p)),
+    ("project/create", |h, id, p| {
+        h.project_create(id, "project/create", p)
+    }),
+    ("project/import", |h, id, p| {
+        h.project_create(id, "project/import", p)
+    }),
+    ("project/list", |h, id, p| h.project_list(id, p)),
+    ("project/read", |h, id, p| h.project_read(id, p)),
+    ("project/update", |h, id, p| h.project_update(id, p)),
+    ("project/move", |h, id, p| h.project_move(id, p)),
+    ("project/delete", |h, id, p| h.project_delete(id, p)),
     ("mcpServer/oauth/login", |h, _, p| {
         h.refused("mcpServer/oauth/login", p)
     }),
@@ -278,17 +294,16 @@ const RULES: &[(&str, Handler)] = &[
         h.skills_config_write(id, p)
     }),
     ("skills/list", |h, id, p| h.skills_list(id, p)),
-    ("plugin/install", |h, _, p| h.plugin_install(p)),
-    ("plugin/uninstall", |h, _, p| h.plugin_uninstall(p)),
-    ("threadSection/list", |h, id, p| {
-        h.thread_section(id, "threadSection/list", p)
-    }),
-    ("threadSection/update", |h, id, p| {
-        h.thread_section(id, "threadSection/update", p)
-    }),
-    ("threadSection/delete", |h, id, p| {
-        h.thread_section(id, "threadSection/delete", p)
-    }),
+    ("plugin/install", |h, id, p| h.plugin_install(id, p)),
+    ("plugin/uninstall", |h, id, p| h.plugin_uninstall(id, p)),
+    ("plugin/list", |h, id, p| h.plugin_list(id, p)),
+    ("plugin/installed", |h, id, p| h.plugin_installed(id, p)),
+    ("plugin/read", |h, id, p| h.plugin_read(id, p)),
+    ("plugin/search", |h, id, p| h.plugin_search(id, p)),
+    ("threadSection/create", |h, id, p| h.section_create(id, p)),
+    ("threadSection/list", |h, id, p| h.section_list(id, p)),
+    ("threadSection/update", |h, id, p| h.section_update(id, p)),
+    ("threadSection/delete", |h, id, p| h.section_delete(id, p)),
     ("modelProvider/default/set", |h, id, p| {
         h.default_provider_set(id, p)
     }),
@@ -305,7 +320,7 @@ const RULES: &[(&str, Handler)] = &[
         h.approve_denied(p)
     }),
     ("thread/guardianReview", |h, _, p| h.guardian_review(p)),
-    ("thread/section/move", |h, _, p| h.section_move(p)),
+    ("thread/section/move", |h, id, p| h.section_move(id, p)),
     ("mcpServer/event/stream/start", |_, _, _| {
         Err("MCP event subscriptions are only supported for hosted apps".into())
     }),

@@ -522,15 +522,43 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "project/update",
         &[
-            ("metadata", Unmodeled(REFUSED)),
-            ("name", Unmodeled(REFUSED)),
+            ("metadata", Read),
+            ("name", Read),
             ("projectId", Read),
-            ("roots", Unmodeled(REFUSED)),
+            ("roots", Read),
         ],
     ),
     (
         "project/move",
-        &[("beforeProjectId", Unmodeled(REFUSED)), ("projectId", Read)],
+        &[("beforeProjectId", Read), ("projectId", Read)],
+    ),
+    (
+        "project/create",
+        &[
+            ("idempotencyKey", Read),
+            ("metadata", Read),
+            ("name", Read),
+            ("roots", Read),
+        ],
+    ),
+    (
+        "project/import",
+        &[
+            ("idempotencyKey", Read),
+            ("metadata", Read),
+            ("name", Read),
+            ("roots", Read),
+            ("threads", Read),
+        ],
+    ),
+    (
+        "project/list",
+        &[
+            ("cursor", Read),
+            ("limit", Read),
+            ("sortDirection", Read),
+            ("sortKey", Read),
+        ],
     ),
     ("project/delete", &[("projectId", Read)]),
     (
@@ -769,7 +797,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "thread/section/move",
         &[
-            ("beforeThreadId", Unmodeled(NOT_KEPT)),
+            ("beforeThreadId", Read),
             ("sectionId", Read),
             ("threadId", Read),
         ],
@@ -808,12 +836,12 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "thread/sample",
         &[
-            ("allowInProgressTurn", Unmodeled(NOT_KEPT)),
+            ("allowInProgressTurn", Read),
             ("disableMcp", Unmodeled(NOT_KEPT)),
             ("effort", Unmodeled(NOT_KEPT)),
             ("expectedTurnId", Read),
             ("interruptOnCancel", Unmodeled(NOT_KEPT)),
-            ("prompt", Unmodeled(NOT_KEPT)),
+            ("prompt", Read),
             ("responsesapiClientMetadata", Unmodeled(NOT_KEPT)),
             ("threadId", Read),
             ("threadSource", Unmodeled(NOT_KEPT)),
@@ -859,27 +887,71 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "plugin/install",
         &[
-            ("installAttemptId", Unmodeled(NOT_KEPT)),
+            (
+                "installAttemptId",
+                Unmodeled("tags the install for codex's analytics: nothing a client sees"),
+            ),
             ("marketplacePath", Read),
-            ("pluginName", Unmodeled(NOT_KEPT)),
+            ("pluginName", Read),
             ("remoteMarketplaceName", Read),
         ],
     ),
     ("plugin/uninstall", &[("pluginId", Read)]),
     (
-        "threadSection/list",
-        &[("cursor", Unmodeled(FIXED)), ("limit", Unmodeled(FIXED))],
+        "plugin/list",
+        &[
+            ("cwds", Read),
+            (
+                "forceRefetch",
+                Unmodeled("refetches the remote catalog only: no effect on local marketplaces"),
+            ),
+            ("marketplaceKinds", Read),
+        ],
     ),
     (
-        "threadSection/update",
+        "plugin/installed",
+        &[("cwds", Read), ("installSuggestionPluginNames", Read)],
+    ),
+    (
+        "plugin/read",
         &[
-            ("appearance", Unmodeled(NOT_KEPT)),
-            ("name", Unmodeled(NOT_KEPT)),
-            ("sectionId", Read),
+            ("marketplacePath", Read),
+            ("pluginName", Read),
+            ("remoteMarketplaceName", Read),
         ],
+    ),
+    (
+        "plugin/search",
+        &[
+            ("cursor", Read),
+            ("cwds", Read),
+            (
+                "limit",
+                Unmodeled("codex ignores it for local marketplaces' plugins"),
+            ),
+            ("scope", Read),
+            ("searchTerm", Read),
+        ],
+    ),
+    ("threadSection/list", &[("cursor", Read), ("limit", Read)]),
+    (
+        "threadSection/update",
+        &[("appearance", Read), ("name", Read), ("sectionId", Read)],
+    ),
+    (
+        "threadSection/create",
+        &[("appearance", Read), ("name", Read)],
     ),
     ("threadSection/delete", &[("sectionId", Read)]),
     ("plugin/share/list", &[]),
+    (
+        "thread/queue/reorder",
+        &[("queuedSubmissionIds", Read), ("threadId", Read)],
+    ),
+    (
+        "thread/queue/delete",
+        &[("queuedSubmissionId", Read), ("threadId", Read)],
+    ),
     (
         "externalAgentConfig/import",
         &[

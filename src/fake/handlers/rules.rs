@@ -6,7 +6,6 @@
 
 use super::view::H;
 use crate::fake::defaults;
-use crate::fake::rpc::INTERNAL_PREFIX;
 use crate::fake::state::lock;
 use base64::Engine;
 use serde_json::{json, Value};
@@ -72,9 +71,6 @@ pub(super) fn rehome(v: &mut Value, from: &str, to: &str) {
 /// How long codex takes to fail a Windows sandbox setup off Windows (see
 /// `windows_sandbox_setup`).
 const SANDBOX_SETUP_MS: u64 = 8;
-
-/// The id of codex's built-in "Pinned" thread section (the same on every version and run).
-const PINNED_SECTION: &str = "01984de2-8f74-7c91-a3b2-5c5e937cf318";
 
 /// A remote plugin id codex accepts: `[A-Za-z0-9_~-]+` (`is_valid_remote_plugin_id`).
 fn remote_plugin_id(p: &Value) -> Result<(), String> {
@@ -239,14 +235,7 @@ impl H<'_> {
     /// `thread/queue/update`: the thread read from its rollout, then the input checked; no
     /// submission is ever queued here.
     pub(super) fn queue_update(&self, method: &str, p: &Value) -> Result<(), String> {
-        self.fake.stored(
-            p,
-            "thread",
-            &format!(
-                "{INTERNAL_PREFIX}failed to read thread: invalid thread-store request: no \
-                 rollout found for thread id "
-            ),
-        )?;
+        self.queue_thread(p)?;
         if p["input"].as_array().is_none_or(Vec::is_empty) {
             return Err("only user input can be added to the user-message queue".into());
         }
@@ -509,15 +498,6 @@ impl H<'_> {
         self.not_modeled(method)
     }
 
-    /// `thread/section/move`: no section exists here (moving out of one is not modeled).
-    pub(super) fn section_move(&self, p: &Value) -> Result<(), String> {
-        self.fake.stored(p, "thread", "thread not found: ")?;
-        match p["sectionId"].as_str() {
-            Some(section) => Err(format!("section {section} does not exist")),
-            None => self.not_modeled("thread/section/move"),
-        }
-    }
-
     /// `thread/realtime/list` on a loaded thread with no realtime session (none runs here):
     /// no cursor is known; before the first turn, the empty snapshot.
     pub(super) fn realtime_list(&self, id: &Value, p: &Value) -> Result<(), String> {
@@ -542,8 +522,40 @@ impl H<'_> {
     /// `thread/revert`: a well-formed id of a thread that exists; reverting (0.163.0 unloads the
     /// thread first, later versions look for the turn) is not modeled.
     pub(super) fn revert(&self, p: &Value) -> Result<(), String> {
-        self.fake.stored(p, "thread", "thread not found: ")?;
-        self.not_modeled("thread/revert")
+        let method = "thread/revert";
+        crate::fake::threads::check_uuid(s(p, "threadId"), "thread")?;
+        let Ok((thread_id, info)) = self.fake.loaded_thread(p) else {
+            return Err(format!("thread not found: {}", s(p, "threadId")));
+        };
+        if info["ephemeral"] == true {
+            return Err("ephemeral threads do not support thread/revert".into());
+        }
+        let turns = info["turns"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let known = turns.iter().any(|t| t["id"] == p["beforeTurnId"]);
+        // Reverting a running thread (interrupted first) or to a real turn is not modeled.
+        if known || crate::fake::turn::running().contains_key(&thread_id) {
+            return self.not_modeled(method);
+        }
+        // codex unloads the thread before it reads the history back.
+        lock(&self.fake.loaded).remove(&thread_id);
+        self.notify(
+            "thread/status/changed",
+            json!({"threadId": thread_id, "status": {"type": "notLoaded"}}),
+        );
+        // Nothing stored yet: the thread stays unloaded.
+        if !crate::fake::threads::materialized(&info) {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
+        // No such turn: the thread is loaded again first.
+        lock(&self.fake.loaded).insert(thread_id.clone());
+        self.notify(
+            "thread/status/changed",
+            json!({"threadId": thread_id, "status": {"type": "idle"}}),
+        );
+        Err(format!("turn not found: {}", s(p, "beforeTurnId")))
     }
 
     /// `thread/sample`: a loaded source whose latest finished turn is the expected one; the
@@ -551,15 +563,42 @@ impl H<'_> {
     pub(super) fn sample(&self, p: &Value) -> Result<(), String> {
         // The id is parsed bare here: the uuid error without codex's usual prefix.
         uuid::Uuid::parse_str(s(p, "threadId")).map_err(|e| e.to_string())?;
-        let Ok((_, info)) = self.fake.loaded_thread(p) else {
+        let Ok((thread_id, info)) = self.fake.loaded_thread(p) else {
             return Err("thread/sample requires a loaded source".into());
         };
-        let latest = info["turns"]
+        let prompt = s(p, "prompt");
+        if prompt.trim().is_empty() || prompt.len() > 4000 || s(p, "expectedTurnId").is_empty() {
+            return Err(
+                "thread/sample requires expectedTurnId and a prompt of at most 4000 bytes".into(),
+            );
+        }
+        if info["ephemeral"] == true {
+            return Err("sample source must be a persistent root thread".into());
+        }
+        let in_progress = p["allowInProgressTurn"] == true;
+        if !in_progress && crate::fake::turn::running().contains_key(&thread_id) {
+            return Err("sample source must be idle".into());
+        }
+        if !crate::fake::threads::materialized(&info) {
+            return Err(format!(
+                "invalid thread-store request: no rollout found for thread id {thread_id}"
+            ));
+        }
+        let turns = info["turns"]
             .as_array()
-            .and_then(|t| t.iter().rev().find(|t| t["status"] != "inProgress"))
-            .map(|t| t["id"].clone());
-        if latest.as_ref() != Some(&p["expectedTurnId"]) {
-            return Err("sample source turn must be the latest finished turn".into());
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let latest = if in_progress {
+            turns.last()
+        } else {
+            turns.iter().rev().find(|t| t["status"] != "inProgress")
+        };
+        if latest.map(|t| &t["id"]) != Some(&p["expectedTurnId"]) {
+            return Err(if in_progress {
+                "sample source turn must be the latest turn".into()
+            } else {
+                "sample source turn must be the latest finished turn".into()
+            });
         }
         self.not_modeled("thread/sample")
     }
@@ -592,24 +631,6 @@ impl H<'_> {
         };
         self.send(json!({"error": error, "id": id}));
         Ok(())
-    }
-
-    /// `plugin/install`: one source exactly; a remote one needs a ChatGPT login, a local
-    /// marketplace file must exist (installing from one is not modeled).
-    pub(super) fn plugin_install(&self, p: &Value) -> Result<(), String> {
-        let (path, remote) = (p["marketplacePath"].as_str(), &p["remoteMarketplaceName"]);
-        match (path, remote.is_null()) {
-            (Some(_), false) | (None, true) => Err("plugin/install requires exactly one of \
-                                                    marketplacePath or remoteMarketplaceName"
-                .into()),
-            (None, false) => Err("read remote plugin details before install: chatgpt \
-                                  authentication required for remote plugin catalog"
-                .into()),
-            (Some(path), true) if !std::path::Path::new(path).exists() => {
-                Err(format!("marketplace file `{path}` does not exist"))
-            }
-            _ => self.not_modeled("plugin/install"),
-        }
     }
 
     /// `plugin/share/delete`, `plugin/share/checkout`, `plugin/skill/read` and a
@@ -729,36 +750,6 @@ impl H<'_> {
         Err(format!("The {which} provider does not use gateway OAuth"))
     }
 
-    /// `plugin/uninstall`: an id without `@marketplace` names a remote plugin, which needs a
-    /// ChatGPT login; uninstalling a local one that is not installed answers as recorded.
-    pub(super) fn plugin_uninstall(&self, p: &Value) -> Result<(), String> {
-        if !s(p, "pluginId").contains('@') {
-            return Err(
-                "resolve remote plugin before uninstall: chatgpt authentication required \
-                        for remote plugin catalog"
-                    .into(),
-            );
-        }
-        self.not_modeled("plugin/uninstall")
-    }
-
-    /// Thread sections: codex's built-in "Pinned" section, and no other here.
-    pub(super) fn thread_section(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
-        if method == "threadSection/list" {
-            self.result(
-                id,
-                json!({"data": [{"id": PINNED_SECTION, "name": "Pinned", "appearance": null}],
-                       "nextCursor": null}),
-            );
-            return Ok(());
-        }
-        let section = s(p, "sectionId");
-        if section == PINNED_SECTION {
-            return self.not_modeled(method);
-        }
-        Err(invalid(&format!("thread section not found: {section}")))
-    }
-
     /// `thread/increment_elicitation` / `thread/decrement_elicitation`: a per-thread count of
     /// out-of-band elicitations the client holds open, kept by this process; the thread is
     /// paused while it is above zero.
@@ -799,9 +790,6 @@ impl H<'_> {
                 "thread metadata update must include at least one field".into()
             }
             "thread/queue/start" => "queue is empty".into(),
-            "project/read" | "project/update" | "project/move" | "project/delete" => {
-                invalid(&format!("project not found: {}", s(p, "projectId")))
-            }
             "mcpServer/oauth/login" => format!("No MCP server named '{}' found.", s(p, "name")),
             "mcpServer/resource/read" | "mcpServer/tool/call" => format!(
                 "{}unknown MCP server '{}'",

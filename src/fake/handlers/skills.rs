@@ -3,9 +3,9 @@
 //! `skills_config_write_response_inner`): the skills on disk found as codex's loader finds them
 //! (`src/fake/skills.rs`), the bundled system skills as the version's captured session lists
 //! them, each one's `enabled` from the user's `[[skills.config]]`. Shown by
-//! `tests/corpus/turns/49_skills_list` and `56_skills_on_disk` on every version. Not modeled
-//! (the recorded answer): a project's own config layer (`.codex/config.toml`), plugins'
-//! skills.
+//! `tests/corpus/turns/49_skills_list`, `56_skills_on_disk` and `59_plugins_local` on every
+//! version; installed plugins' skills from `src/fake/plugins.rs`. Not modeled (the recorded
+//! answer): a project's own config layer (`.codex/config.toml`), remote plugins' skills.
 
 use super::rules::{invalid, rehome};
 use super::view::H;
@@ -37,10 +37,16 @@ impl H<'_> {
             return self.not_modeled(method);
         };
         let user = self.user_table();
-        // Installed plugins add their skills under their own namespace: not modeled.
-        if user.contains_key("plugins") {
-            return self.not_modeled(method);
-        }
+        // Installed plugins add their skills (`<plugin>:<skill>`, from the plugin cache); a
+        // remote plugin's, or plugins turned off, are not modeled.
+        let (plugin_skills, plugin_errors) = if user.contains_key("plugins") {
+            match crate::fake::plugins::installed_skills(&self.fake.codex_home, &user) {
+                Some(s) if self.feature_enabled("plugins") != Some(false) => s,
+                _ => return self.not_modeled(method),
+            }
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let markers = markers(&user);
         let cwds: Vec<Value> = match p["cwds"].as_array() {
             Some(c) if !c.is_empty() => c.clone(),
@@ -86,6 +92,7 @@ impl H<'_> {
             let (found, errors) = skills::discover(&roots);
             let mut list: Vec<Value> = found
                 .iter()
+                .chain(&plugin_skills)
                 .filter_map(|s| serde_json::to_value(s).ok())
                 .chain(system.iter().cloned())
                 .collect();
@@ -93,6 +100,7 @@ impl H<'_> {
             skills::sort(&mut list);
             let errors: Vec<Value> = errors
                 .iter()
+                .chain(&plugin_errors)
                 .filter_map(|e| serde_json::to_value(e).ok())
                 .collect();
             data.push(json!({"cwd": c, "skills": list, "errors": errors}));

@@ -41,20 +41,57 @@ impl H<'_> {
     /// `thread/queue/list`: a stored thread's queued submissions (none here); an unknown one is
     /// codex's internal error of the thread store.
     pub(super) fn queue_list(&self, id: &Value, p: &Value) -> Result<(), String> {
-        let missing = format!(
-            "{INTERNAL_PREFIX}failed to read thread: invalid thread-store request: no rollout \
-             found for thread id "
-        );
-        self.fake.stored(p, "thread", &missing)?;
+        self.queue_thread(p)?;
         check_cursor(p, "invalid queue pagination cursor")?;
         self.result(id, json!({"data": [], "nextCursor": null}));
         Ok(())
     }
 
+    /// The thread a queue call names, checked as codex's queue service checks it: its id, not
+    /// ephemeral, known loaded or stored (else the thread store's internal error).
+    pub(super) fn queue_thread(&self, p: &Value) -> Result<String, String> {
+        let missing = format!(
+            "{INTERNAL_PREFIX}failed to read thread: invalid thread-store request: no rollout \
+             found for thread id "
+        );
+        let (thread_id, info) = self.fake.stored(p, "thread", &missing)?;
+        if info["ephemeral"] == true {
+            return Err(format!(
+                "ephemeral thread does not support queued submissions: {thread_id}"
+            ));
+        }
+        Ok(thread_id)
+    }
+
+    /// `thread/queue/reorder` and `thread/queue/delete` on a queue that holds nothing here (an
+    /// addition runs at once on an idle thread and is not modeled on a busy one): a reorder
+    /// must name exactly the queue (so none), answered then `thread/queue/changed`; a delete
+    /// finds nothing and says so, with no notification.
+    pub(super) fn queue_change(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        let thread_id = self.queue_thread(p)?;
+        if method == "thread/queue/delete" {
+            self.result(id, json!({"deleted": false}));
+            return Ok(());
+        }
+        if p["queuedSubmissionIds"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            return Err("queue reorder must include every queued submission exactly once".into());
+        }
+        self.result(id, json!({}));
+        self.notify("thread/queue/changed", json!({"threadId": thread_id}));
+        Ok(())
+    }
+
     /// `thread/memoryMode/set`: a stored thread's (nothing it changes shows here).
     pub(super) fn memory_mode_set(&self, id: &Value, p: &Value) -> Result<(), String> {
-        self.fake
+        let (thread_id, _) = self
+            .fake
             .stored(p, "thread", "no rollout found for thread id ")?;
+        self.fake
+            .store
+            .update(|d| d["threads"][&thread_id]["materialized"] = json!(true));
         self.result(id, json!({}));
         Ok(())
     }

@@ -20,7 +20,9 @@ impl H<'_> {
         )?;
         // Checked after the params' own consistency (`permissions` with `sandbox` first).
         if let Some(p) = params["projectId"].as_str() {
-            return Err(format!("project not found: {p}"));
+            if !self.project_exists(p) {
+                return Err(format!("project not found: {p}"));
+            }
         }
         let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
         if ephemeral && !params["daybreakEnabled"].is_null() {
@@ -33,6 +35,7 @@ impl H<'_> {
             "ephemeral": ephemeral,
             // Echoed into the thread as given.
             "threadSource": params["threadSource"], "historyMode": params["historyMode"],
+            "projectId": params["projectId"],
             "daybreakEnabled": params["daybreakEnabled"], "personality": params["personality"],
         });
         resolved.store(&mut info);
@@ -84,14 +87,14 @@ impl H<'_> {
                 .fake
                 .stored(params, "session", "no rollout found for thread id ")?,
         };
+        // Nothing is stored before the thread's first persisted change: loaded here or not,
+        // there is nothing to resume yet.
+        if !crate::fake::threads::materialized(&info) && path.is_none() {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
         if with_turns {
             self.hydration_notice();
-        }
-        // A rollout is written with a thread's first turn: before it, another process finds
-        // nothing to resume.
-        if !running && info["turns"].as_array().is_none_or(Vec::is_empty) && path.is_none() {
-            return Err(format!("no rollout found for thread id {thread_id}"));
         }
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
         let recorded_model = info["model"].as_str().map(str::to_string);
@@ -245,11 +248,12 @@ impl H<'_> {
     }
 
     pub(super) fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {
+        // A bad id is a bad "session id" here, as in `thread/resume`.
         let (source, info) =
             self.fake
-                .stored(params, "thread", "no rollout found for thread id ")?;
-        // Its rollout is written with its first turn: before, there is nothing to fork.
-        if info["turns"].as_array().is_none_or(Vec::is_empty) {
+                .stored(params, "session", "no rollout found for thread id ")?;
+        // Nothing is stored before the thread's first persisted change: nothing to fork.
+        if !crate::fake::threads::materialized(&info) {
             return Err(format!("no rollout found for thread id {source}"));
         }
         let thread_id = uuid::Uuid::now_v7().to_string();
@@ -288,10 +292,12 @@ impl H<'_> {
             info["preview"].clone()
         };
         new["forkedFromId"] = json!(source);
-        // Its source's `daybreakEnabled` too (fork params have none; all three versions).
-        for key in ["usage", "lastUsage", "daybreakEnabled"] {
+        // Its source's `daybreakEnabled` too (fork params have none; all three versions), and
+        // its name (60_thread_materialized). A fork is stored as it is made.
+        for key in ["usage", "lastUsage", "daybreakEnabled", "name"] {
             new[key] = info[key].clone();
         }
+        new["materialized"] = json!(true);
         // A cold fork warns before its result.
         self.warn(&thread_id, warnings);
         self.fake
@@ -315,8 +321,8 @@ impl H<'_> {
 
     pub(super) fn thread_read(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
-        // A thread that never ran a turn has no rollout: another process knows nothing of it.
-        if info["turns"].as_array().is_none_or(Vec::is_empty)
+        // A thread never stored (no persisted change yet): another process knows nothing of it.
+        if !crate::fake::threads::materialized(&info)
             && info["historyMode"].as_str() != Some("legacy")
             && !lock(&self.fake.loaded).contains(&thread_id)
         {
@@ -360,8 +366,8 @@ impl H<'_> {
     /// its start), guarded by the revision the client saw.
     pub(super) fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
-        // A thread has a read state once its rollout is written (its first turn).
-        if info["turns"].as_array().is_none_or(Vec::is_empty) {
+        // A thread has a read state once it is stored (its first persisted change).
+        if !crate::fake::threads::materialized(&info) {
             return Err("thread read state unavailable".into());
         }
         let first = match params["operation"]["type"].as_str() {
@@ -659,9 +665,10 @@ impl H<'_> {
             ));
         }
         let name = params["name"].clone();
-        self.fake
-            .store
-            .update(|d| d["threads"][&thread_id]["name"] = name.clone());
+        self.fake.store.update(|d| {
+            d["threads"][&thread_id]["name"] = name.clone();
+            d["threads"][&thread_id]["materialized"] = json!(true);
+        });
         self.result(id, json!({}));
         self.notify(
             "thread/name/updated",

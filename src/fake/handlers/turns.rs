@@ -81,13 +81,29 @@ impl H<'_> {
     }
 
     pub(super) fn goal_set(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.fake.loaded_with_goals(params)?;
+        let (thread_id, info) = self.fake.loaded_with_goals(params)?;
+        // codex's checks (`thread_goal_set_inner`): the objective, the budget, then a goal to
+        // update when no objective makes one.
+        let objective = params["objective"].as_str();
+        if objective.is_some_and(|o| o.trim().is_empty()) {
+            return Err("goal objective must not be empty".into());
+        }
+        let budget = &params["tokenBudget"];
+        if (objective.is_some() || !budget.is_null()) && budget.as_i64().is_some_and(|b| b <= 0) {
+            return Err("goal budgets must be positive when provided".into());
+        }
+        if objective.is_none() && !info["goal"].is_object() {
+            return Err(format!(
+                "cannot update goal for thread {thread_id}: no goal exists"
+            ));
+        }
         let now = now_secs();
-        // One transaction: the goal as it is now (a running turn charges it tokens).
+        // One transaction: the goal as it is now (a running turn charges it tokens). An
+        // existing goal is updated in place (its `createdAt` kept).
         let goal = self.fake.store.update(|d| {
+            d["threads"][&thread_id]["materialized"] = json!(true);
             let mut goal = d["threads"][&thread_id]["goal"].clone();
-            let fresh = !goal.is_object() || params["objective"].is_string();
-            if fresh {
+            if !goal.is_object() {
                 goal = turn::new_goal(&thread_id, "");
             }
             if let Some(o) = params["objective"].as_str() {
@@ -96,11 +112,18 @@ impl H<'_> {
             if params["status"].is_string() {
                 goal["status"] = params["status"].clone();
             }
-            if !params["tokenBudget"].is_null() {
-                goal["tokenBudget"] = params["tokenBudget"].clone();
+            // An explicit null clears the budget; an absent one keeps it.
+            if let Some(b) = params.get("tokenBudget") {
+                goal["tokenBudget"] = b.clone();
             }
             goal["updatedAt"] = json!(now);
-            d["threads"][&thread_id]["goal"] = goal.clone();
+            let t = &mut d["threads"][&thread_id];
+            if t["preview"].as_str().is_none_or(str::is_empty) {
+                if let Some(o) = objective {
+                    t["preview"] = json!(o);
+                }
+            }
+            t["goal"] = goal.clone();
             goal
         });
         self.result(id, json!({"goal": goal}));

@@ -742,6 +742,11 @@ impl<'a> Generator<'a> {
             // the lists show of them as they are turned off and on and roots are added.
             self.skills(&mut case);
         }
+        if self.wide && self.rng.pct(10) {
+            // A sidebar: sections and projects made, renamed, moved, deleted, threads filed.
+            let calls = self.organize();
+            case.after.extend(calls);
+        }
         if self.wide {
             // The wide net: some of the schema's other client methods, each with its required
             // params and a draw of its optional ones (the session's thread where one is named).
@@ -942,6 +947,57 @@ impl<'a> Generator<'a> {
                 json!({"method": "skills/config/write", "params": {"path": path, "enabled": true}}),
             );
         }
+    }
+
+    /// A sidebar sequence: each step acts on what the one before it made (`${prev:…}`, the
+    /// previous answer's ids), so the answers depend on the state the calls built: sections
+    /// created, renamed, listed in pages and deleted, the session's thread filed under one or
+    /// named (which stores it); projects created (some keys replayed, some names blank),
+    /// imported with the thread, read, updated, moved, listed, deleted.
+    fn organize(&mut self) -> Vec<Value> {
+        let name = |rng: &mut Rng| json!(*rng.pick(&["Work", "  spaced  ", "", "Pinned", "Ünï"]));
+        let mut out = Vec::new();
+        for _ in 0..1 + self.rng.below(6) {
+            let step = match self.rng.below(14) {
+                0 => json!({"method": "threadSection/create",
+                            "params": {"name": name(&mut self.rng)}}),
+                1 => json!({"method": "threadSection/list",
+                            "params": {"limit": self.rng.below(3)}}),
+                2 => json!({"method": "threadSection/update",
+                            "params": {"sectionId": "${prev:/section/id}",
+                                       "name": name(&mut self.rng)}}),
+                3 => json!({"method": "threadSection/delete",
+                            "params": {"sectionId": "${prev:/section/id}"}}),
+                4 => json!({"method": "thread/section/move",
+                            "params": {"threadId": "${thread}",
+                                       "sectionId": *self.rng.pick(&[
+                                           "01984de2-8f74-7c91-a3b2-5c5e937cf318", "nope"])}}),
+                5 => json!({"method": "thread/name/set",
+                            "params": {"threadId": "${thread}", "name": "named"}}),
+                6 => json!({"method": "project/create",
+                            "params": {"idempotencyKey": *self.rng.pick(&["k1", "k2", ""]),
+                                       "name": name(&mut self.rng),
+                                       "roots": [{"path": "${work}"}]}}),
+                7 => json!({"method": "project/import",
+                            "params": {"idempotencyKey": *self.rng.pick(&["k3", "k1"]),
+                                       "name": "Imported", "roots": [],
+                                       "threads": ["${thread}"]}}),
+                8 => json!({"method": "project/read",
+                            "params": {"projectId": "${prev:/project/id}"}}),
+                9 => json!({"method": "project/update",
+                            "params": {"projectId": "${prev:/project/id}",
+                                       "name": name(&mut self.rng)}}),
+                10 => json!({"method": "project/list",
+                             "params": {"limit": self.rng.below(3)}}),
+                11 => json!({"method": "project/move",
+                             "params": {"projectId": "${prev:/data/0/id}"}}),
+                12 => json!({"method": "project/delete",
+                             "params": {"projectId": "${prev:/project/id}"}}),
+                _ => json!({"method": "thread/read", "params": {"threadId": "${thread}"}}),
+            };
+            out.push(step);
+        }
+        out
     }
 
     /// One call of a client method drawn from the schema (the harness-driven ones aside).

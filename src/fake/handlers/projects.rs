@@ -1,0 +1,339 @@
+//! Projects as codex keeps them (probed on 0.171.0 and 0.169.0; kept in the state dir's
+//! `projects.json`, as codex keeps them in its state database across restarts): created or
+//! imported once per idempotency key (a replay gives the original back, silently; the key of a
+//! deleted project stays refused), listed by position, updated, moved and deleted with
+//! `project/changed` before the answer; an import files its threads (`thread/project/updated`
+//! each), a delete takes its threads out. Shown by `tests/corpus/turns/63_projects`.
+
+use super::rules::invalid;
+use super::view::H;
+use crate::fake::defaults;
+use crate::fake::state::{lock, now_secs};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct Project {
+    id: String,
+    name: String,
+    roots: Vec<Root>,
+    metadata: Map<String, Value>,
+    position: i64,
+    created_at: i64,
+    updated_at: i64,
+    recency_at: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, PartialEq)]
+struct Root {
+    path: String,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct Projects {
+    projects: Vec<Project>,
+    /// Idempotency key → project id (deleted ones included).
+    keys: Map<String, Value>,
+}
+
+fn file_lock() -> &'static Mutex<()> {
+    static L: OnceLock<Mutex<()>> = OnceLock::new();
+    L.get_or_init(Default::default)
+}
+
+/// A path with `.` and `..` resolved as text (codex's lexical normalization).
+fn normal(path: &str) -> String {
+    let mut out = PathBuf::new();
+    for c in Path::new(path).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out.to_string_lossy().into_owned()
+}
+
+/// The roots given, normalized; a root twice is refused.
+fn roots(p: &Value) -> Result<Vec<Root>, String> {
+    let mut out: Vec<Root> = Vec::new();
+    for r in p["roots"].as_array().into_iter().flatten() {
+        let path = normal(r["path"].as_str().unwrap_or_default());
+        if out.iter().any(|x| x.path == path) {
+            return Err(invalid(&format!("duplicate project root: {path}")));
+        }
+        out.push(Root { path });
+    }
+    Ok(out)
+}
+
+fn not_found(id: &str) -> String {
+    invalid(&format!("project not found: {id}"))
+}
+
+impl H<'_> {
+    fn projects_file(&self) -> PathBuf {
+        self.fake.dir.join("projects.json")
+    }
+
+    fn projects(&self) -> Projects {
+        std::fs::read(self.projects_file())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn save_projects(&self, all: &Projects) {
+        if let Ok(text) = serde_json::to_vec(all) {
+            let _ = std::fs::write(self.projects_file(), text);
+        }
+    }
+
+    /// A project as a method's result shows it (the version's keys only: `position` is gone
+    /// from 0.171.0's).
+    fn project_result(&self, method: &str, p: &Project) -> Value {
+        defaults::shaped(self.fake.protocol, method, json!({"project": p}))
+    }
+
+    fn project_changed(&self, id: &str, change: &str) {
+        self.notify(
+            "project/changed",
+            json!({"projectId": id, "changeType": change}),
+        );
+    }
+
+    /// `project/create` and `project/import`: the name, the key, the roots, then the key's
+    /// history; an import's threads must be stored ones.
+    pub(super) fn project_create(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        let name = p["name"].as_str().unwrap_or_default().trim().to_string();
+        if name.is_empty() {
+            return Err(invalid("project name must not be empty"));
+        }
+        let key = p["idempotencyKey"].as_str().unwrap_or_default();
+        if key.is_empty() {
+            return Err(invalid("idempotencyKey must not be empty"));
+        }
+        let roots = roots(p)?;
+        let _guard = lock(file_lock());
+        let mut all = self.projects();
+        if let Some(known) = all.keys.get(key).and_then(Value::as_str) {
+            return match all.projects.iter().find(|x| x.id == known) {
+                Some(x) => {
+                    self.result(id, self.project_result(method, x));
+                    Ok(())
+                }
+                None => Err(invalid(&format!(
+                    "idempotency key refers to deleted project: {key}"
+                ))),
+            };
+        }
+        let threads: Vec<String> = p["threads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect();
+        let store = self.fake.store.load();
+        let mut recency: Option<i64> = None;
+        for t in &threads {
+            let info = &store["threads"][t];
+            if !info.is_object() || !crate::fake::threads::materialized(info) {
+                return Err(invalid(&format!("thread not found: {t}")));
+            }
+            recency = recency.max(info["updatedAt"].as_i64());
+        }
+        let now = now_secs();
+        let project = Project {
+            id: uuid::Uuid::now_v7().to_string(),
+            name,
+            roots,
+            metadata: p["metadata"].as_object().cloned().unwrap_or_default(),
+            position: all
+                .projects
+                .iter()
+                .map(|x| x.position + 1)
+                .max()
+                .unwrap_or(0),
+            created_at: now,
+            updated_at: now,
+            recency_at: recency,
+        };
+        all.keys.insert(key.into(), json!(project.id));
+        all.projects.push(project.clone());
+        self.save_projects(&all);
+        self.project_changed(&project.id, "created");
+        for t in &threads {
+            self.fake
+                .store
+                .update(|d| d["threads"][t]["projectId"] = json!(project.id));
+            self.notify(
+                "thread/project/updated",
+                json!({"threadId": t, "projectId": project.id}),
+            );
+        }
+        self.result(id, self.project_result(method, &project));
+        Ok(())
+    }
+
+    pub(super) fn project_read(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let pid = p["projectId"].as_str().unwrap_or_default();
+        let all = self.projects();
+        let x = all
+            .projects
+            .iter()
+            .find(|x| x.id == pid)
+            .ok_or_else(|| not_found(pid))?;
+        self.result(id, self.project_result("project/read", x));
+        Ok(())
+    }
+
+    /// By position (a sort by recency is not modeled), after a `<position>|<id>` cursor, a
+    /// `limit` of at least one.
+    pub(super) fn project_list(&self, id: &Value, p: &Value) -> Result<(), String> {
+        if p["sortKey"].is_null() && !p["sortDirection"].is_null() {
+            return Err(invalid("sortDirection requires sortKey"));
+        }
+        if !p["sortKey"].is_null() && p["sortKey"] != "position" || p["sortDirection"] == "desc" {
+            return self.not_modeled("project/list");
+        }
+        let mut all = self.projects().projects;
+        all.sort_by_key(|x| x.position);
+        let after = match p["cursor"].as_str() {
+            Some(c) => {
+                let bad = || invalid("invalid project cursor: malformed or mismatched sort anchor");
+                let (pos, pid) = c.split_once('|').ok_or_else(bad)?;
+                let pos: i64 = pos.parse().map_err(|_| bad())?;
+                all.into_iter()
+                    .filter(|x| (x.position, x.id.as_str()) > (pos, pid))
+                    .collect()
+            }
+            None => all,
+        };
+        let limit = p["limit"]
+            .as_u64()
+            .map_or(after.len(), |l| (l as usize).max(1));
+        let page = &after[..limit.min(after.len())];
+        let next = (page.len() < after.len())
+            .then(|| page.last().map(|x| format!("{}|{}", x.position, x.id)))
+            .flatten();
+        let v = json!({"data": page, "nextCursor": next});
+        self.result(id, defaults::shaped(self.fake.protocol, "project/list", v));
+        Ok(())
+    }
+
+    /// What is given replaces; `project/changed` only when something changed.
+    pub(super) fn project_update(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let pid = p["projectId"].as_str().unwrap_or_default();
+        let _guard = lock(file_lock());
+        let mut all = self.projects();
+        let at = all
+            .projects
+            .iter()
+            .position(|x| x.id == pid)
+            .ok_or_else(|| not_found(pid))?;
+        let mut x = all.projects[at].clone();
+        if let Some(n) = p["name"].as_str() {
+            let n = n.trim();
+            if n.is_empty() {
+                return Err(invalid("project name must not be empty"));
+            }
+            x.name = n.into();
+        }
+        if p["roots"].is_array() {
+            x.roots = roots(p)?;
+        }
+        if let Some(m) = p["metadata"].as_object() {
+            x.metadata = m.clone();
+        }
+        if x != all.projects[at] {
+            x.updated_at = now_secs();
+            all.projects[at] = x.clone();
+            self.save_projects(&all);
+            self.project_changed(pid, "updated");
+        }
+        self.result(id, self.project_result("project/update", &x));
+        Ok(())
+    }
+
+    /// Before another project (which must exist and not be itself), or last.
+    pub(super) fn project_move(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let pid = p["projectId"].as_str().unwrap_or_default();
+        let _guard = lock(file_lock());
+        let mut all = self.projects();
+        all.projects.sort_by_key(|x| x.position);
+        let at = all
+            .projects
+            .iter()
+            .position(|x| x.id == pid)
+            .ok_or_else(|| not_found(pid))?;
+        let before = p["beforeProjectId"].as_str();
+        if let Some(b) = before {
+            if !all.projects.iter().any(|x| x.id == b) {
+                return Err(invalid(&format!("before project not found: {b}")));
+            }
+            if b == pid {
+                return Err(invalid(&format!(
+                    "project {pid} cannot be moved before itself"
+                )));
+            }
+        }
+        let mut x = all.projects.remove(at);
+        x.updated_at = now_secs();
+        let to = before
+            .and_then(|b| all.projects.iter().position(|y| y.id == b))
+            .unwrap_or(all.projects.len());
+        all.projects.insert(to, x);
+        for (i, y) in all.projects.iter_mut().enumerate() {
+            y.position = i as i64;
+        }
+        self.save_projects(&all);
+        self.project_changed(pid, "updated");
+        self.result(id, json!({}));
+        Ok(())
+    }
+
+    /// Its threads leave it (`thread/project/updated` each); its key stays taken.
+    pub(super) fn project_delete(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let pid = p["projectId"].as_str().unwrap_or_default();
+        let _guard = lock(file_lock());
+        let mut all = self.projects();
+        let at = all
+            .projects
+            .iter()
+            .position(|x| x.id == pid)
+            .ok_or_else(|| not_found(pid))?;
+        all.projects.remove(at);
+        self.save_projects(&all);
+        self.project_changed(pid, "deleted");
+        let members: Vec<String> = self.fake.store.update(|d| {
+            let mut out = Vec::new();
+            if let Some(threads) = d["threads"].as_object_mut() {
+                for (tid, t) in threads.iter_mut() {
+                    if t["projectId"] == pid {
+                        t["projectId"] = Value::Null;
+                        out.push(tid.clone());
+                    }
+                }
+            }
+            out
+        });
+        for t in members {
+            self.notify(
+                "thread/project/updated",
+                json!({"threadId": t, "projectId": null}),
+            );
+        }
+        self.result(id, json!({}));
+        Ok(())
+    }
+
+    /// Whether `thread/start`'s project exists.
+    pub(super) fn project_exists(&self, pid: &str) -> bool {
+        self.projects().projects.iter().any(|x| x.id == pid)
+    }
+}
