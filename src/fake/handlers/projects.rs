@@ -39,6 +39,16 @@ struct Projects {
     keys: Map<String, Value>,
 }
 
+impl Projects {
+    /// Where a project is, or codex's refusal of an unknown id.
+    fn at(&self, pid: &str) -> Result<usize, String> {
+        self.projects
+            .iter()
+            .position(|x| x.id == pid)
+            .ok_or_else(|| not_found(pid))
+    }
+}
+
 fn file_lock() -> &'static Mutex<()> {
     static L: OnceLock<Mutex<()>> = OnceLock::new();
     L.get_or_init(Default::default)
@@ -183,11 +193,7 @@ impl H<'_> {
     pub(super) fn project_read(&self, id: &Value, p: &Value) -> Result<(), String> {
         let pid = p["projectId"].as_str().unwrap_or_default();
         let all = self.projects();
-        let x = all
-            .projects
-            .iter()
-            .find(|x| x.id == pid)
-            .ok_or_else(|| not_found(pid))?;
+        let x = &all.projects[all.at(pid)?];
         self.result(id, self.project_result("project/read", x));
         Ok(())
     }
@@ -214,13 +220,8 @@ impl H<'_> {
             }
             None => all,
         };
-        let limit = p["limit"]
-            .as_u64()
-            .map_or(after.len(), |l| (l as usize).max(1));
-        let page = &after[..limit.min(after.len())];
-        let next = (page.len() < after.len())
-            .then(|| page.last().map(|x| format!("{}|{}", x.position, x.id)))
-            .flatten();
+        let (page, next) =
+            super::sections::keyset_page(&after, p, |x| format!("{}|{}", x.position, x.id));
         let v = json!({"data": page, "nextCursor": next});
         self.result(id, defaults::shaped(self.fake.protocol, "project/list", v));
         Ok(())
@@ -231,11 +232,7 @@ impl H<'_> {
         let pid = p["projectId"].as_str().unwrap_or_default();
         let _guard = lock(file_lock());
         let mut all = self.projects();
-        let at = all
-            .projects
-            .iter()
-            .position(|x| x.id == pid)
-            .ok_or_else(|| not_found(pid))?;
+        let at = all.at(pid)?;
         let mut x = all.projects[at].clone();
         if let Some(n) = p["name"].as_str() {
             let n = n.trim();
@@ -266,11 +263,7 @@ impl H<'_> {
         let _guard = lock(file_lock());
         let mut all = self.projects();
         all.projects.sort_by_key(|x| x.position);
-        let at = all
-            .projects
-            .iter()
-            .position(|x| x.id == pid)
-            .ok_or_else(|| not_found(pid))?;
+        let at = all.at(pid)?;
         let before = p["beforeProjectId"].as_str();
         if let Some(b) = before {
             if !all.projects.iter().any(|x| x.id == b) {
@@ -302,11 +295,7 @@ impl H<'_> {
         let pid = p["projectId"].as_str().unwrap_or_default();
         let _guard = lock(file_lock());
         let mut all = self.projects();
-        let at = all
-            .projects
-            .iter()
-            .position(|x| x.id == pid)
-            .ok_or_else(|| not_found(pid))?;
+        let at = all.at(pid)?;
         all.projects.remove(at);
         self.save_projects(&all);
         self.project_changed(pid, "deleted");

@@ -45,6 +45,31 @@ fn file_lock() -> &'static Mutex<()> {
     L.get_or_init(Default::default)
 }
 
+/// One page of what follows a cursor, as codex's keyset lists page (sections, projects): a
+/// `limit` of at least one (all when absent); the next cursor is the last one's key when more
+/// follow.
+pub(super) fn keyset_page<'a, T>(
+    after: &'a [T],
+    p: &Value,
+    key: impl Fn(&T) -> String,
+) -> (&'a [T], Option<String>) {
+    let limit = p["limit"]
+        .as_u64()
+        .map_or(after.len(), |l| (l as usize).max(1));
+    let page = &after[..limit.min(after.len())];
+    let next = (page.len() < after.len())
+        .then(|| page.last().map(&key))
+        .flatten();
+    (page, next)
+}
+
+/// Where a section is, or codex's refusal of an unknown id.
+fn section_at(all: &[Section], section_id: &str) -> Result<usize, String> {
+    all.iter()
+        .position(|s| s.id == section_id)
+        .ok_or_else(|| invalid(&format!("thread section not found: {section_id}")))
+}
+
 fn appearance(v: &Value) -> Option<Appearance> {
     serde_json::from_value(v.clone()).ok()
 }
@@ -110,13 +135,7 @@ impl H<'_> {
             Some(c) => all.into_iter().filter(|s| s.id.as_str() > c).collect(),
             None => all,
         };
-        let limit = p["limit"]
-            .as_u64()
-            .map_or(after.len(), |l| (l as usize).max(1));
-        let page = &after[..limit.min(after.len())];
-        let next = (page.len() < after.len())
-            .then(|| page.last().map(|s| s.id.clone()))
-            .flatten();
+        let (page, next) = keyset_page(&after, p, |s| s.id.clone());
         self.result(id, json!({"data": page, "nextCursor": next}));
         Ok(())
     }
@@ -131,9 +150,7 @@ impl H<'_> {
         let section_id = p["sectionId"].as_str().unwrap_or_default();
         let _guard = lock(file_lock());
         let mut all = self.sections();
-        let Some(at) = all.iter().position(|s| s.id == section_id) else {
-            return Err(invalid(&format!("thread section not found: {section_id}")));
-        };
+        let at = section_at(&all, section_id)?;
         if section_id == PINNED_SECTION {
             return Err(invalid("the built-in pinned section cannot be renamed"));
         }
@@ -151,9 +168,7 @@ impl H<'_> {
         let section_id = p["sectionId"].as_str().unwrap_or_default();
         let _guard = lock(file_lock());
         let mut all = self.sections();
-        let Some(at) = all.iter().position(|s| s.id == section_id) else {
-            return Err(invalid(&format!("thread section not found: {section_id}")));
-        };
+        let at = section_at(&all, section_id)?;
         if section_id == PINNED_SECTION {
             return Err(invalid("the built-in pinned section cannot be deleted"));
         }
