@@ -231,8 +231,10 @@ impl H<'_> {
             .find_map(|c| c["text"].as_str().map(str::to_string))
             .unwrap_or_default();
         let (mut info, _) = self.new_thread_info(&json!({}))?;
-        info["preview"] = json!(preview);
         info["history"] = json!(history);
+        // The given items are written to the rollout at once: the thread is stored from the
+        // start (a new process resumes it by id).
+        info["materialized"] = json!(true);
         self.fake
             .store
             .update(|d| d["threads"][&thread_id] = info.clone());
@@ -242,7 +244,11 @@ impl H<'_> {
             "thread/status/changed",
             json!({"threadId": thread_id, "status": {"type": "idle"}}),
         );
-        self.result(id, self.resume_response(&thread_id, &info, false));
+        // The items are no user-message event: the stored thread has no preview (a read shows
+        // "", the list leaves it out), only this answer shows the first user text.
+        let mut answer = self.resume_response(&thread_id, &info, false);
+        answer["thread"]["preview"] = json!(preview);
+        self.result(id, answer);
         self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
         Ok(())
     }
@@ -335,7 +341,11 @@ impl H<'_> {
         // Before its first turn a thread has no history to read: a paginated one's store
         // cannot list turns yet, a legacy one is not written yet (both seen on 0.171.0).
         let paginated = info["historyMode"].as_str() != Some("legacy");
-        if with_turns && info["turns"].as_array().is_none_or(Vec::is_empty) {
+        let materialized = crate::fake::threads::materialized(&info);
+        if with_turns
+            && info["turns"].as_array().is_none_or(Vec::is_empty)
+            && (!paginated || !materialized)
+        {
             if paginated {
                 self.send(json!({"error": {"code": -32601,
                     "message": "list_turns is not supported yet"}, "id": id}));
@@ -505,7 +515,7 @@ impl H<'_> {
         }
         // Its rollout is written with the first user message: before that there is nothing to
         // page (0.171.0, a turn/start refused, then thread/turns/list: fidelity seed 20261207).
-        if info["turns"].as_array().is_none_or(|t| t.is_empty()) {
+        if !crate::fake::threads::materialized(&info) {
             return Err(format!(
                 "thread {thread_id} is not materialized yet; thread/turns/list is unavailable \
                  before first user message"
