@@ -110,6 +110,12 @@ impl H<'_> {
                 // Loaded afresh: no error of an earlier process's turn shows.
                 if let Some(t) = info.as_object_mut() {
                     t.remove("systemError");
+                    // The thread's own tier is not taken up again: the resume's or the
+                    // configuration's is (0.163.0: f14 a turn's tier dropped, a configured
+                    // `fast` shown as `priority`).
+                    if self.fake.turn_facts.service_tier_not_resumed {
+                        t.remove("serviceTier");
+                    }
                 }
                 let mut r = settings::for_start(
                     &self.fake.config(),
@@ -126,14 +132,6 @@ impl H<'_> {
                     r.setting = setting;
                 }
                 r.store(&mut info);
-                // The tier the resume itself asks for is kept (0.163.0, f14).
-                if self.fake.turn_facts.service_tier_not_resumed
-                    && !params["serviceTier"].is_string()
-                {
-                    if let Some(t) = info.as_object_mut() {
-                        t.remove("serviceTier");
-                    }
-                }
                 d["threads"][&thread_id] = info.clone();
                 Ok::<_, String>((info, warnings))
             });

@@ -846,7 +846,18 @@ impl<'a> Ctx<'a> {
         self.status(json!({"type": "active", "activeFlags": ["waitingOnUserInput"]}));
         let params = self.scope(json!({"itemId": id, "questions": questions,
                                        "isBlocking": plan, "autoResolutionMs": null}));
-        self.approval("item/tool/requestUserInput", params, over);
+        let reply = self.approval("item/tool/requestUserInput", params, over);
+        // An answer to one of the questions is kept in the rollout as retained context (a
+        // `verified_answer` entry before the call's output; 0.163.0, 0.169.0 and 0.171.0): it
+        // moves the ordinals a resume's cursors name. Answers to no question leave none.
+        let answers = reply.as_ref().map(|r| &r["result"]["answers"]);
+        if questions.iter().any(|q| {
+            q["id"].as_str().is_some_and(|id| {
+                answers.is_some_and(|a| a[id]["answers"].as_array().is_some_and(|v| !v.is_empty()))
+            })
+        }) {
+            self.rollout.add(1);
+        }
         self.status(json!({"type": "active", "activeFlags": []}));
     }
 
