@@ -196,7 +196,10 @@ pub fn page<T>(
         None => true,
         Some((a, incl)) => (incl && *o == a) || if desc { *o < a } else { *o > a },
     });
-    let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
+    // A limit of 0 pages one entry (0.171.0: 69_page_limit_zero).
+    let limit = params["limit"]
+        .as_u64()
+        .map_or(usize::MAX, |l| (l as usize).max(1));
     let more = entries.len() > limit;
     entries.truncate(limit);
     let next = entries.last().filter(|_| more).map(|(o, _)| *o);

@@ -455,7 +455,15 @@ impl<'a> Ctx<'a> {
             &cfg.base_url,
             now_secs(),
         );
-        self.rollout.response_dropped();
+        // No response came: the rollout gains a token count only where codex reports one
+        // (a full window, rate limits), not for a resent or failed request (kept fidelity
+        // session s5150001_0002: a 502 leaves none on 0.171.0).
+        if f.before != provider::Before::Nothing
+            && !(f.resent && self.resent < cfg.request_max_retries)
+            && !(f.retried && self.retries < cfg.stream_max_retries)
+        {
+            self.rollout.response_dropped();
+        }
         if f.resent && self.resent < cfg.request_max_retries {
             self.resent += 1;
             self.wait(provider::backoff(self.resent, f.retry_after))?;

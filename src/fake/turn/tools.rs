@@ -465,6 +465,10 @@ impl<'a> Ctx<'a> {
                             d["acceptWithExecpolicyAmendment"]["execpolicy_amendment"].as_array()
                         {
                             self.allow_prefix(a);
+                            // codex tells the model in a developer message ("Approved command
+                            // prefix saved") with a world-state entry: two rollout entries
+                            // (kept fidelity session s5150001_0039 on 0.171.0).
+                            self.rollout.add(2);
                         }
                         self.status(json!({"type": "active", "activeFlags": []}));
                         // An interrupt sent with the answer stops the command before it runs.
