@@ -48,6 +48,10 @@ impl H<'_> {
         self.fake.codex_home.join("auth.json")
     }
 
+    pub(super) fn has_api_key(&self) -> bool {
+        matches!(self.auth(), Auth::ApiKey)
+    }
+
     fn auth(&self) -> Auth {
         let text = std::fs::read_to_string(self.auth_file()).unwrap_or_default();
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);

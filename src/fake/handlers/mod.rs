@@ -126,10 +126,36 @@ const RULES: &[(&str, Handler)] = &[
     ("remoteControl/disable", |h, _, _| {
         h.account_gated("remoteControl/disable")
     }),
-    ("remoteControl/client/list", |h, _, _| {
+    // No attachment is ever owned here: names checked (trimmed), then any cursor is one this
+    // server never gave (probed on 0.171.0).
+    ("thread/attachmentOwner/list", |h, id, p| {
+        for key in ["attachmentType", "identityKey"] {
+            if p[key].as_str().is_none_or(|s| s.trim().is_empty()) {
+                return Err(rules::invalid(&format!("{key} must not be empty")));
+            }
+        }
+        if !p["cursor"].is_null() {
+            return Err(rules::invalid("invalid pagination cursor"));
+        }
+        h.result(id, json!({"data": [], "nextCursor": null}));
+        Ok(())
+    }),
+    // The params are checked before the login (codex's remote control `clients` module).
+    ("remoteControl/client/list", |h, _, p| {
+        if p["environmentId"].as_str().is_none_or(str::is_empty) {
+            return Err("remote control client list requires environmentId".into());
+        }
+        if p["limit"].as_u64().is_some_and(|l| !(1..=100).contains(&l)) {
+            return Err("remote control client list limit must be between 1 and 100".into());
+        }
         h.account_gated("remoteControl/client/list")
     }),
-    ("remoteControl/client/revoke", |h, _, _| {
+    ("remoteControl/client/revoke", |h, _, p| {
+        for key in ["environmentId", "clientId"] {
+            if p[key].as_str().is_none_or(str::is_empty) {
+                return Err(format!("remote control client revoke requires {key}"));
+            }
+        }
         h.account_gated("remoteControl/client/revoke")
     }),
     ("remoteControl/status/read", |h, id, p| {
@@ -249,9 +275,19 @@ const RULES: &[(&str, Handler)] = &[
     ("mcpServerStatus/list", |h, _, p| {
         h.on_loaded_thread("mcpServerStatus/list", p)
     }),
+    // Appending to a realtime session that never started fails the thread (probed on
+    // 0.171.0: audio, text and speech alike).
     ("thread/realtime/appendAudio", |h, id, p| {
         h.realtime_append_audio(id, p)
     }),
+    ("thread/realtime/appendText", |h, id, p| {
+        h.realtime_append_audio(id, p)
+    }),
+    ("thread/realtime/appendSpeech", |h, id, p| {
+        h.realtime_append_audio(id, p)
+    }),
+    ("thread/realtime/start", |h, id, p| h.realtime_start(id, p)),
+    ("thread/realtime/stop", |h, id, p| h.realtime_stop(id, p)),
     ("thread/queue/update", |h, _, p| {
         h.queue_update("thread/queue/update", p)
     }),

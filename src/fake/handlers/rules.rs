@@ -214,13 +214,17 @@ impl H<'_> {
     pub(super) fn realtime_append_audio(&self, id: &Value, p: &Value) -> Result<(), String> {
         let (thread_id, _) = self.fake.loaded_thread(p)?;
         self.result(id, json!({}));
-        self.fake
-            .store
-            .update(|d| d["threads"][&thread_id]["systemError"] = json!(true));
-        self.notify(
-            "thread/status/changed",
-            json!({"threadId": thread_id, "status": {"type": "systemError"}}),
-        );
+        let before = self.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id]["systemError"];
+            std::mem::replace(t, json!(true))
+        });
+        // The status changes once: a thread already failed says only the error again.
+        if before != true {
+            self.notify(
+                "thread/status/changed",
+                json!({"threadId": thread_id, "status": {"type": "systemError"}}),
+            );
+        }
         self.notify(
             "error",
             json!({"error": {"message": "conversation is not running",
@@ -228,6 +232,35 @@ impl H<'_> {
                              "misalignment": null},
                    "willRetry": false, "threadId": thread_id,
                    "turnId": uuid::Uuid::now_v7().to_string()}),
+        );
+        Ok(())
+    }
+
+    /// `thread/realtime/start` on a loaded thread: answered, then the session fails without
+    /// an API key login (probed on 0.171.0); with one it would reach the network (not
+    /// modeled).
+    pub(super) fn realtime_start(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.fake.loaded_thread(p)?;
+        if self.has_api_key() {
+            return self.not_modeled("thread/realtime/start");
+        }
+        self.result(id, json!({}));
+        self.notify(
+            "thread/realtime/error",
+            json!({"threadId": thread_id,
+                   "message": "realtime conversation requires API key auth"}),
+        );
+        Ok(())
+    }
+
+    /// `thread/realtime/stop` on a loaded thread: answered and closed as requested, whether a
+    /// session ran or not (probed on 0.171.0).
+    pub(super) fn realtime_stop(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.fake.loaded_thread(p)?;
+        self.result(id, json!({}));
+        self.notify(
+            "thread/realtime/closed",
+            json!({"threadId": thread_id, "reason": "requested"}),
         );
         Ok(())
     }
