@@ -498,6 +498,13 @@ impl H<'_> {
                         request_permissions, or MCP call"
                 .into());
         }
+        // A completed turn ends with the model's answer, not with a call codex could review
+        // (0.171.0: after a message, a command run or approved, a patch, a reasoning).
+        let last = info["turns"].as_array().and_then(|t| t.last());
+        if last.is_some_and(|t| t["status"] == "completed") {
+            return Err("expected a completed plaintext exec_command, apply_patch, request_permissions, or MCP call with a nonempty call ID"
+                .into());
+        }
         self.not_modeled("thread/guardianReview")
     }
 

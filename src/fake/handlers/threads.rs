@@ -289,6 +289,16 @@ impl H<'_> {
             }
         }
         let (mut new, warnings) = self.new_thread_info(&Value::Object(p))?;
+        // A sandbox set over no workspace roots is kept as it is, as a resume keeps it
+        // (fidelity session s5150001_0036: `/tmp` only after a turn with `environments: []`;
+        // not on 0.163.0, whose fork takes the configured mode).
+        if let Some(setting) =
+            kept_sandbox(&info, params).filter(|_| !self.fake.turn_facts.fork_sandbox_mode_not_kept)
+        {
+            new["sandbox"] = info["sandbox"].clone();
+            new["permissionProfile"] = info["permissionProfile"].clone();
+            new["sandboxSetting"] = setting;
+        }
         new["turns"] = info["turns"].clone();
         new["preview"] = if self.fake.turn_facts.fork_preview_empty {
             json!("")
