@@ -421,6 +421,17 @@ fn without_nulls(v: &Value) -> Value {
     }
 }
 
+/// A layer as codex loads it: its retired `on-failure` approval policy read as `on-request`
+/// (0.163.0 to 0.171.0: a file saying `on-failure` hashes, and `config/read` shows it, as one
+/// saying `on-request`; the file keeps its words).
+pub fn as_loaded(table: &Map<String, Value>) -> Map<String, Value> {
+    let mut table = table.clone();
+    if table.get("approval_policy") == Some(&json!("on-failure")) {
+        table.insert("approval_policy".into(), json!("on-request"));
+    }
+    table
+}
+
 /// codex's layer version: `sha256:` and the hex digest of the table as compact JSON with every
 /// object's keys sorted (`codex-rs/config/src/fingerprint.rs`, `version_for_toml`).
 pub fn version(table: &Map<String, Value>) -> String {
@@ -439,7 +450,7 @@ pub fn version(table: &Map<String, Value>) -> String {
             other => other.clone(),
         }
     }
-    let text = serde_json::to_vec(&canonical(&Value::Object(table.clone()))).unwrap_or_default();
+    let text = serde_json::to_vec(&canonical(&Value::Object(as_loaded(table)))).unwrap_or_default();
     let digest = Sha256::digest(&text);
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")

@@ -35,7 +35,7 @@ impl H<'_> {
         if !self.config_modeled() || project {
             return self.not_modeled("config/read");
         }
-        let table = self.user_table();
+        let table = uc::as_loaded(&self.user_table());
         let flags = uc::flags(&self.fake.overrides);
         let features = crate::fake::catalog::feature_names(self.fake.protocol);
         let config = self
