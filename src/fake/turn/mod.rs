@@ -237,6 +237,19 @@ fn play(
             }
         });
         ctx.checkpoint();
+        // A goal's turn on a model without metadata says so first, as a client's `turn/start`
+        // does (fidelity session s5150001_0024 on 0.171.0: before each goal turn's status).
+        if goal {
+            let model = thread["model"]
+                .as_str()
+                .map_or_else(|| conn.fake.config().model.clone(), str::to_string);
+            if let Some(message) = conn.fake.catalog.unknown_model_warning(&model) {
+                conn.notify(
+                    "warning",
+                    json!({"threadId": thread_id, "message": message}),
+                );
+            }
+        }
         ctx.status(json!({"type": "active", "activeFlags": []}));
         let root = ctl.root_turn_id();
         conn.notify(
