@@ -164,9 +164,7 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/searchOccurrences", |h, id, _| {
         h.unsupported(id, "thread/searchOccurrences")
     }),
-    ("thread/timeline/list", |h, id, _| {
-        h.unsupported(id, "thread/timeline/list")
-    }),
+    ("thread/timeline/list", |h, id, p| h.timeline_list(id, p)),
     ("thread/prediction/request", |h, id, _| {
         h.unsupported(id, "thread/prediction/request")
     }),

@@ -15,7 +15,6 @@ use std::sync::{Mutex, OnceLock};
 /// Methods codex answers `-32601 … is not supported yet` (or `not implemented yet`).
 pub(super) const UNSUPPORTED: &[(&str, &str)] = &[
     ("thread/searchOccurrences", "is not supported yet"),
-    ("thread/timeline/list", "is not supported yet"),
     ("thread/prediction/request", "is not implemented yet"),
 ];
 

@@ -514,6 +514,80 @@ impl H<'_> {
         Ok(())
     }
 
+    /// `thread/timeline/list`: a thread's turn boundaries and items in rollout order, paged
+    /// back from the end (`limit` entries, 25 by default, at least one) before the cursor's
+    /// position, each page oldest first (probed on 0.163.0, 0.169.0 and 0.171.0: 75).
+    pub(super) fn timeline_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let method = "thread/timeline/list";
+        let given = params["threadId"].as_str().unwrap_or_default();
+        crate::fake::threads::check_uuid(given, "thread")?;
+        let Ok((thread_id, info)) = self.fake.stored(params, "thread", "thread not loaded: ")
+        else {
+            return self.unsupported(id, method);
+        };
+        if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
+            return self.unsupported(id, method);
+        }
+        let before = match params["cursor"].as_str() {
+            None => u64::MAX,
+            Some(c) => serde_json::from_str::<Value>(c)
+                .ok()
+                .and_then(|v| v["position"].as_u64())
+                .ok_or("invalid thread timeline cursor")?,
+        };
+        // Each entry with the cursor that names it (kind 0 a turn's start, 1 an item, 3 its end).
+        let mut entries: Vec<(u64, Value, u8, Value)> = Vec::new();
+        for t in info["turns"].as_array().into_iter().flatten() {
+            let (Some(start), Some(end)) = (t["rolloutOrdinal"].as_u64(), t["endOrdinal"].as_u64())
+            else {
+                continue;
+            };
+            entries.push((
+                start,
+                json!({"type": "turnStarted", "position": start, "turnId": t["id"],
+                       "startedAt": t["startedAt"]}),
+                0,
+                t["id"].clone(),
+            ));
+            let ords = t["itemOrdinals"].as_array().cloned().unwrap_or_default();
+            for (item, ord) in t["items"].as_array().into_iter().flatten().zip(ords) {
+                let at = ord.as_u64().unwrap_or(0);
+                entries.push((
+                    at,
+                    json!({"type": "item", "position": at, "turnId": t["id"], "item": item}),
+                    1,
+                    item["id"].clone(),
+                ));
+            }
+            entries.push((
+                end,
+                json!({"type": "turnCompleted", "position": end, "turnId": t["id"],
+                       "status": t["status"], "error": t["error"], "startedAt": t["startedAt"],
+                       "completedAt": t["completedAt"], "durationMs": t["durationMs"]}),
+                3,
+                t["id"].clone(),
+            ));
+        }
+        entries.retain(|e| e.0 < before);
+        entries.sort_by_key(|e| e.0);
+        let limit = params["limit"].as_u64().map_or(25, |l| (l as usize).max(1));
+        let from = entries.len().saturating_sub(limit);
+        let next = (from > 0).then(|| {
+            let (position, _, kind, key) = &entries[from];
+            json!(
+                json!({"threadId": thread_id, "position": position, "kind": kind, "id": key})
+                    .to_string()
+            )
+        });
+        let data: Vec<Value> = entries.drain(from..).map(|e| e.1).collect();
+        self.result(
+            id,
+            json!({"data": data, "nextCursor": next.unwrap_or(Value::Null),
+                   "activeRealtimeSessionAtPageStart": null}),
+        );
+        Ok(())
+    }
+
     /// `thread/turns/list`: pages of the stored turns by rollout position (newest first by
     /// default), the real server's cursors, summary items by default.
     pub(super) fn turns_list(&self, id: &Value, params: &Value) -> Result<(), String> {

@@ -336,6 +336,8 @@ fn play(
         // Where the turn starts in the rollout: what `thread/turns/list` cursors name.
         stored["rolloutOrdinal"] = json!(rollout.turn);
         stored["itemOrdinals"] = json!(ctx.item_ordinals);
+        // And where it ends (`thread/timeline/list`'s `turnCompleted`).
+        stored["endOrdinal"] = json!(rollout.ordinal);
         save_turn(conn, &thread_id, &stored, rollout);
         conn.fake.write_rollout(&thread_id);
         if last {
