@@ -16,7 +16,7 @@ pub const CONFLICT: &str = "configVersionConflict";
 
 /// The providers codex defines itself (`built_in_model_providers` in codex's
 /// `model-provider-info`).
-const BUILT_IN_PROVIDERS: &[&str] = &["openai", "ollama", "lmstudio"];
+pub const BUILT_IN_PROVIDERS: &[&str] = &["openai", "ollama", "lmstudio"];
 
 /// Where codex looks for the system layer (always listed, empty here).
 const SYSTEM_FILE: &str = "/etc/codex/config.toml";
@@ -197,12 +197,26 @@ impl Facts {
         let Some(given) = entry.as_object() else {
             return entry.clone();
         };
-        let probe = self.entries.iter().find(|e| {
-            e.key == key && e.back.is_object() && e.given.keys().all(|k| given.contains_key(k))
-        });
-        match probe.and_then(|p| p.back.as_object()) {
-            Some(back) => {
-                let mut t = back.clone();
+        let of_key = |e: &&EntryFact| e.key == key && e.back.is_object();
+        // The probe of its shape; else one sharing a written key, with the probe's keys the
+        // entry lacks read back as null (a provider with a name and no base URL: 76).
+        let probe = self
+            .entries
+            .iter()
+            .filter(of_key)
+            .find(|e| e.given.keys().all(|k| given.contains_key(k)))
+            .or_else(|| {
+                self.entries
+                    .iter()
+                    .filter(of_key)
+                    .find(|e| e.given.keys().any(|k| given.contains_key(k)))
+            });
+        match probe {
+            Some(p) => {
+                let mut t = p.back.as_object().cloned().unwrap_or_default();
+                for k in p.given.keys().filter(|k| !given.contains_key(*k)) {
+                    t.insert(k.clone(), Value::Null);
+                }
                 t.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
                 Value::Object(t)
             }

@@ -12,6 +12,7 @@ mod imports;
 mod params;
 mod plugins;
 mod projects;
+mod providers;
 mod rules;
 mod sections;
 mod session;
@@ -377,6 +378,9 @@ const RULES: &[(&str, Handler)] = &[
     }),
     ("thread/queue/add", |h, _, p| {
         h.queue_update("thread/queue/add", p)
+    }),
+    ("modelProvider/config/write", |h, id, p| {
+        h.provider_write(id, p)
     }),
     ("modelProvider/list", |h, id, p| {
         h.providers(id, "modelProvider/list", p)

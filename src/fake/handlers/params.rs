@@ -1054,6 +1054,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         ],
     ),
     ("plugin/share/delete", &[("remotePluginId", Read)]),
+    ("modelProvider/config/write", &[("settings", Read)]),
     ("modelProvider/list", &[]),
     ("account/gatewayOAuth/read", &[("modelProvider", Read)]),
     (

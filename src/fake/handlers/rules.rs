@@ -344,6 +344,8 @@ impl H<'_> {
                        "baseUrl": t.get("base_url").and_then(toml::Value::as_str),
                        "settings": {"type": "customGateway", "auth": {"mode": "none"}}})
             }));
+            // Listed by id, the built-in among the others (76_model_provider_write).
+            data.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
             json!({"data": data, "defaultProviderId": config.provider, "canChangeDefault": false})
         } else {
             let Some((pid, t)) = providers.iter().find(|(p, _)| *p == config.provider) else {

@@ -1,0 +1,196 @@
+//! `modelProvider/config/write` for custom gateways: codex's checks in its order, a new
+//! provider's id made from its name, a patch of an existing one, written to the user layer as
+//! codex writes it (probed on 0.171.0; 76_model_provider_write). Bedrock and GCP settings need
+//! their clouds and are not modeled.
+
+use super::H;
+use crate::fake::user_config::{self as uc, WriteError};
+use serde_json::{json, Map, Value};
+
+/// codex's texts for a refused write.
+const NO_NAME: &str = "Enter a provider name.";
+const NO_URL: &str = "A base URL is required to create a custom provider.";
+const BAD_URL: &str = "Enter an HTTP(S) base URL without credentials, a query, or a fragment.";
+const BUILT_IN: &str = "A custom provider or gateway cannot use a built-in provider ID.";
+const RESERVED: &str =
+    "This name is reserved for a built-in provider. Enter a different custom provider name.";
+
+/// A base URL codex accepts: http(s), a host, no credentials, query or fragment.
+fn url_ok(raw: &str) -> bool {
+    let Some((scheme, rest)) = raw.split_once("://") else {
+        return false;
+    };
+    let host = rest.split('/').next().unwrap_or_default();
+    matches!(scheme, "http" | "https")
+        && !host.is_empty()
+        && !host.contains('@')
+        && !rest.contains('?')
+        && !rest.contains('#')
+}
+
+/// A name in lower case, runs of anything else than letters and digits as one `-`, none at
+/// the ends ("My GW! ✓" is `my-gw`).
+fn slug(name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    slug.trim_matches('-').to_string()
+}
+
+/// A new provider's id: its name's slug, `-2`, `-3`… while taken.
+fn new_id(name: &str, taken: &[String]) -> String {
+    let slug = slug(name);
+    let free = |id: &str| !taken.iter().any(|t| t == id) && !uc::BUILT_IN_PROVIDERS.contains(&id);
+    if free(&slug) {
+        return slug;
+    }
+    (2..)
+        .map(|n| format!("{slug}-{n}"))
+        .find(|id| free(id))
+        .unwrap_or(slug)
+}
+
+/// A provider as the write answers it.
+fn summary(id: &str, t: &Map<String, Value>) -> Value {
+    let auth = match t.get("env_key").and_then(Value::as_str) {
+        Some(k) => json!({"mode": "environmentVariable", "envKey": k}),
+        None => json!({"mode": "none"}),
+    };
+    json!({"provider": {"id": id, "name": t.get("name").cloned().unwrap_or(json!(id)),
+                        "canEdit": true, "baseUrl": t.get("base_url").cloned().unwrap_or(Value::Null),
+                        "settings": {"type": "customGateway", "auth": auth}}})
+}
+
+impl H<'_> {
+    pub(super) fn provider_write(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let s = &p["settings"];
+        if s["type"] != "customGateway" {
+            return self.not_modeled("modelProvider/config/write");
+        }
+        match self.write_gateway(s) {
+            Ok(answer) => {
+                self.fake.reload_config();
+                self.result(id, answer);
+            }
+            Err(e) => self.send(json!({"error": {"code": -32600,
+                "data": {"config_write_error_code": e.code}, "message": e.message}, "id": id})),
+        }
+        Ok(())
+    }
+
+    fn write_gateway(&self, s: &Value) -> Result<Value, WriteError> {
+        let mut table = self.user_table();
+        let flags = uc::flags(&self.fake.overrides);
+        let providers = |t: &Map<String, Value>| -> Vec<String> {
+            t.get("model_providers")
+                .and_then(Value::as_object)
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let name = s["name"].as_str();
+        // The named provider first, then the fields (76: an unknown id with a blank name).
+        let check_fields = || {
+            if name.is_some_and(|n| n.trim().is_empty()) {
+                return Err(uc::refusal(uc::VALIDATION, NO_NAME));
+            }
+            match s["baseUrl"].as_str() {
+                Some(u) if !url_ok(u) => Err(uc::refusal(uc::VALIDATION, BAD_URL)),
+                _ => Ok(()),
+            }
+        };
+        let pid = match s["providerId"].as_str() {
+            Some(pid) => {
+                if uc::BUILT_IN_PROVIDERS.contains(&pid) {
+                    return Err(uc::refusal(uc::VALIDATION, BUILT_IN));
+                }
+                if providers(&flags).iter().any(|x| x == pid) {
+                    return Err(uc::refusal(
+                        uc::READONLY,
+                        "This configuration field is read-only.",
+                    ));
+                }
+                if !providers(&table).iter().any(|x| x == pid) {
+                    return Err(uc::refusal(PATH_NOT_FOUND, "Unknown provider ID."));
+                }
+                check_fields()?;
+                pid.to_string()
+            }
+            None => {
+                check_fields()?;
+                let Some(name) = name else {
+                    return Err(uc::refusal(uc::VALIDATION, NO_NAME));
+                };
+                if uc::BUILT_IN_PROVIDERS.contains(&slug(name).as_str()) {
+                    return Err(uc::refusal(uc::VALIDATION, RESERVED));
+                }
+                if !s["baseUrl"].is_string() {
+                    return Err(uc::refusal(uc::VALIDATION, NO_URL));
+                }
+                let mut taken = providers(&table);
+                taken.extend(providers(&flags));
+                new_id(name, &taken)
+            }
+        };
+        let all = table.entry("model_providers").or_insert_with(|| json!({}));
+        if !all.is_object() {
+            *all = json!({});
+        }
+        let entry = all[&pid].as_object().cloned().unwrap_or_default();
+        let mut next = Map::new();
+        // The file keeps the keys in order (codex writes the table sorted).
+        for (key, field) in [
+            ("base_url", "baseUrl"),
+            ("env_key", "envKey"),
+            ("name", "name"),
+        ] {
+            let v = match s.get(field) {
+                None => entry.get(key).cloned(),
+                Some(Value::Null) => None,
+                Some(v) => Some(v.clone()),
+            };
+            if let Some(v) = v {
+                next.insert(key.into(), v);
+            }
+        }
+        next.insert("wire_api".into(), json!("responses"));
+        // Other keys the entry had stay (the ones above are the patch's to keep or clear).
+        for (k, v) in entry {
+            if !["base_url", "env_key", "name", "wire_api"].contains(&k.as_str()) {
+                next.insert(k, v);
+            }
+        }
+        all[&pid] = Value::Object(next.clone());
+        let _ = std::fs::write(self.user_file(), uc::to_toml(&table));
+        Ok(summary(&pid, &next))
+    }
+}
+
+/// codex's `ConfigWriteErrorCode::ConfigPathNotFound`.
+const PATH_NOT_FOUND: &str = "configPathNotFound";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_urls_as_codex_makes_and_checks_them() {
+        assert_eq!(new_id("My GW! ✓", &[]), "my-gw");
+        assert_eq!(new_id("GW", &["gw".into()]), "gw-2");
+        assert_eq!(slug("OpenAI"), "openai");
+        assert!(url_ok("https://x.example/v1") && url_ok("http://z.example"));
+        for bad in [
+            "notaurl",
+            "ftp://x",
+            "https://u:p@x",
+            "https://x/?a=1",
+            "https://x/#f",
+        ] {
+            assert!(!url_ok(bad), "{bad}");
+        }
+    }
+}
