@@ -162,8 +162,8 @@ const RULES: &[(&str, Handler)] = &[
     ("remoteControl/status/read", |h, id, p| {
         h.remote_control_status(id, p)
     }),
-    ("thread/searchOccurrences", |h, id, _| {
-        h.unsupported(id, "thread/searchOccurrences")
+    ("thread/searchOccurrences", |h, id, p| {
+        h.search_occurrences(id, p)
     }),
     ("thread/timeline/list", |h, id, p| h.timeline_list(id, p)),
     ("thread/prediction/request", |h, id, _| {
@@ -197,8 +197,8 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/inject_items", |h, _, p| {
         h.refused("thread/inject_items", p)
     }),
-    ("thread/metadata/update", |h, _, p| {
-        h.refused("thread/metadata/update", p)
+    ("thread/metadata/update", |h, id, p| {
+        h.metadata_update(id, p)
     }),
     ("thread/queue/start", |h, _, p| {
         h.refused("thread/queue/start", p)

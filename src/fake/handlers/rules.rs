@@ -13,10 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 /// Methods codex answers `-32601 … is not supported yet` (or `not implemented yet`).
-pub(super) const UNSUPPORTED: &[(&str, &str)] = &[
-    ("thread/searchOccurrences", "is not supported yet"),
-    ("thread/prediction/request", "is not implemented yet"),
-];
+pub(super) const UNSUPPORTED: &[(&str, &str)] =
+    &[("thread/prediction/request", "is not implemented yet")];
 
 fn s<'a>(p: &'a Value, k: &str) -> &'a str {
     p[k].as_str().unwrap_or_default()
@@ -822,13 +820,6 @@ impl H<'_> {
             }
             "thread/inject_items" if p["items"].as_array().is_none_or(Vec::is_empty) => {
                 "items must not be empty".into()
-            }
-            "thread/metadata/update"
-                if ["daybreakEnabled", "gitInfo", "projectId"]
-                    .iter()
-                    .all(|k| p[*k].is_null()) =>
-            {
-                "thread metadata update must include at least one field".into()
             }
             "thread/queue/start" => "queue is empty".into(),
             "mcpServer/oauth/login" => format!("No MCP server named '{}' found.", s(p, "name")),

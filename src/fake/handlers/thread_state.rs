@@ -102,4 +102,53 @@ impl H<'_> {
         self.result(id, json!({"summary": null}));
         Ok(())
     }
+
+    /// `thread/metadata/update`: the thread (its id, then whether it exists), at least one
+    /// field, the project, a non-empty `gitInfo`; then the fields are kept, the thread stored,
+    /// and the thread answered (probed on 0.171.0: 78). Filing into an existing project is
+    /// not modeled.
+    pub(super) fn metadata_update(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.fake.stored(p, "thread", "thread not found: ")?;
+        if ["daybreakEnabled", "gitInfo", "projectId"]
+            .iter()
+            .all(|k| p[*k].is_null())
+        {
+            return Err("thread metadata update must include at least one field".into());
+        }
+        if let Some(project) = p["projectId"].as_str() {
+            if !self.project_exists(project) {
+                return Err(format!("project not found: {project}"));
+            }
+            return self.not_modeled("thread/metadata/update");
+        }
+        let git = p["gitInfo"].as_object();
+        if git.is_some_and(|g| g.is_empty()) {
+            return Err("gitInfo must include at least one field".into());
+        }
+        let info = self.fake.store.update(|d| {
+            let t = &mut d["threads"][&thread_id];
+            if let Some(g) = git {
+                let mut now = t["gitInfo"].as_object().cloned().unwrap_or_else(|| {
+                    json!({"sha": null, "branch": null, "originUrl": null})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default()
+                });
+                for (k, v) in g {
+                    now.insert(k.clone(), v.clone());
+                }
+                t["gitInfo"] = Value::Object(now);
+            }
+            if !p["daybreakEnabled"].is_null() {
+                t["daybreakEnabled"] = p["daybreakEnabled"].clone();
+            }
+            t["materialized"] = json!(true);
+            t.clone()
+        });
+        // Answered as read back from the store: no word on direct input (as a list shows).
+        let mut thread = self.thread_payload(&thread_id, &info, false);
+        thread["canAcceptDirectInput"] = Value::Null;
+        self.result(id, json!({ "thread": thread }));
+        Ok(())
+    }
 }

@@ -474,13 +474,15 @@ impl H<'_> {
     /// `thread/items/list`: pages of the stored items by rollout position (oldest first by
     /// default; `turnId` keeps one turn's), with the real server's cursors.
     pub(super) fn items_list(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
+        // The cursor before the thread (fidelity s6060001_0022: a bad thread id and an item
+        // anchor without a turn: the anchor is refused).
         if params["cursor"]["type"] == "item" && !params["turnId"].is_string() {
             return Err(format!(
                 "{}turnId is required when cursor is an item anchor",
                 crate::fake::rpc::INVALID_PARAMS_PREFIX
             ));
         }
+        let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         // Nothing to page in an ephemeral thread, nor before the first user message writes the
         // rollout (0.171.0: 42_method_rules).
         if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
@@ -510,6 +512,102 @@ impl H<'_> {
             id,
             json!({"data": data, "nextCursor": cursor(next, false),
                    "backwardsCursor": cursor(back, true)}),
+        );
+        Ok(())
+    }
+
+    /// `thread/searchOccurrences`: every case-insensitive occurrence of the term in the
+    /// thread's user and agent messages, in rollout order, each with its item's text as the
+    /// snippet, paged by codex's cursor (probed on 0.171.0: 77). Long texts (a snippet window)
+    /// and a long unpaged result (its default limit) are not modeled.
+    pub(super) fn search_occurrences(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let method = "thread/searchOccurrences";
+        let term = params["searchTerm"].as_str().unwrap_or_default();
+        if term.is_empty() {
+            return Err(format!("{method} requires a non-empty searchTerm"));
+        }
+        let given = params["threadId"].as_str().unwrap_or_default();
+        crate::fake::threads::check_uuid(given, "thread")?;
+        let Ok((thread_id, info)) = self.fake.stored(params, "thread", "thread not loaded: ")
+        else {
+            return self.unsupported(id, method);
+        };
+        let from = match params["cursor"].as_str() {
+            None => (0, 0),
+            Some(raw) => {
+                let c: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+                match (
+                    c["nextRolloutOrdinal"].as_u64(),
+                    c["nextOccurrenceIndex"].as_u64(),
+                ) {
+                    (Some(o), Some(i)) if c["threadId"] == thread_id && c["searchTerm"] == term => {
+                        (o, i)
+                    }
+                    _ => return Err(format!("invalid cursor: {raw}")),
+                }
+            }
+        };
+        let needle = term.to_lowercase();
+        // (item ordinal, index in the item, occurrence)
+        let mut found: Vec<(u64, u64, Value)> = Vec::new();
+        for t in info["turns"].as_array().into_iter().flatten() {
+            let turn_cursor = crate::fake::threads::rollout_cursor(
+                &thread_id,
+                t["rolloutOrdinal"].as_u64(),
+                true,
+                "turns",
+            );
+            let ords = t["itemOrdinals"].as_array().cloned().unwrap_or_default();
+            for (item, ord) in t["items"].as_array().into_iter().flatten().zip(ords) {
+                let texts: Vec<&str> = match item["type"].as_str() {
+                    Some("userMessage") => item["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["text"].as_str())
+                        .collect(),
+                    Some("agentMessage") => item["text"].as_str().into_iter().collect(),
+                    _ => Vec::new(),
+                };
+                let mut index = 0;
+                for text in texts {
+                    let hay = text.to_lowercase();
+                    if hay.len() != text.len() {
+                        return self.not_modeled(method);
+                    }
+                    for (at, _) in hay.match_indices(&needle) {
+                        if text.chars().count() > 160 {
+                            return self.not_modeled(method);
+                        }
+                        found.push((
+                            ord.as_u64().unwrap_or(0),
+                            index,
+                            json!({"turnId": t["id"], "itemId": item["id"], "snippet": text,
+                                   "snippetMatchRange": {"start": at, "end": at + needle.len()},
+                                   "turnCursor": turn_cursor}),
+                        ));
+                        index += 1;
+                    }
+                }
+            }
+        }
+        found.retain(|(o, i, _)| (*o, *i) >= from);
+        let limit = match params["limit"].as_u64() {
+            Some(l) => (l as usize).max(1),
+            None if found.len() > 10 => return self.not_modeled(method),
+            None => usize::MAX,
+        };
+        let next = found.get(limit).map(|(o, i, _)| {
+            json!(
+                json!({"threadId": thread_id, "searchTerm": term, "nextRolloutOrdinal": o,
+                         "nextOccurrenceIndex": i})
+                .to_string()
+            )
+        });
+        let data: Vec<Value> = found.into_iter().take(limit).map(|f| f.2).collect();
+        self.result(
+            id,
+            json!({"data": data, "nextCursor": next.unwrap_or(Value::Null)}),
         );
         Ok(())
     }

@@ -118,7 +118,7 @@ impl H<'_> {
             "originator": lock(&self.client_name).clone(), "source": "vscode",
             "canAcceptDirectInput": if loaded { json!(true) } else { Value::Null },
             "threadSource": info["threadSource"], "agentNickname": null,
-            "agentRole": null, "gitInfo": null,
+            "agentRole": null, "gitInfo": info["gitInfo"],
             "name": info.get("name").cloned().unwrap_or(Value::Null),
             "daybreakEnabled": info["daybreakEnabled"],
             "turns": turns,
