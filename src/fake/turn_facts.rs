@@ -12,6 +12,12 @@ pub struct TurnFacts {
     pub turn_diff_after_each_response: bool,
     /// A service tier a turn set is not kept when another process resumes the thread.
     pub service_tier_not_resumed: bool,
+    /// A thread's personality is not kept when another process resumes the thread (the
+    /// configured one, none here, is its setting again).
+    pub personality_not_resumed: bool,
+    /// A cold resume writes the thread's settings to the rollout (one more entry before the
+    /// next turn starts).
+    pub resume_writes_settings: bool,
     /// codex's built-in Plan-mode instructions: the `developer_instructions` of a
     /// `collaborationMode` in Plan mode that a `turn/start` left null (taken from the
     /// recording of `26c_user_input_plan_mode`).

@@ -382,6 +382,16 @@ impl H<'_> {
                 "remoteControl/pairing/status requires pairingCode or manualPairingCode".into(),
             );
         }
+        if method == "remoteControl/pairing/status"
+            && !p["pairingCode"].is_null()
+            && !p["manualPairingCode"].is_null()
+        {
+            return Err(
+                "remoteControl/pairing/status accepts either pairingCode or \
+                        manualPairingCode, not both"
+                    .into(),
+            );
+        }
         Err("remote control pairing requires remote control to be enabled".into())
     }
 
@@ -823,6 +833,16 @@ impl H<'_> {
             }
             "thread/queue/start" => "queue is empty".into(),
             "mcpServer/oauth/login" => format!("No MCP server named '{}' found.", s(p, "name")),
+            // A thread named is parsed first (fidelity s6060001_0086).
+            "mcpServer/resource/read" | "mcpServer/tool/call"
+                if p["threadId"]
+                    .as_str()
+                    .is_some_and(|t| crate::fake::threads::check_uuid(t, "thread").is_err()) =>
+            {
+                crate::fake::threads::check_uuid(s(p, "threadId"), "thread")
+                    .err()
+                    .unwrap_or_default()
+            }
             "mcpServer/resource/read" | "mcpServer/tool/call" => format!(
                 "{}unknown MCP server '{}'",
                 crate::fake::rpc::INTERNAL_PREFIX,

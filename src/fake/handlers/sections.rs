@@ -192,6 +192,10 @@ impl H<'_> {
     /// then `thread/section/changed` (even when nothing changed).
     pub(super) fn section_move(&self, id: &Value, p: &Value) -> Result<(), String> {
         let (thread_id, _) = self.fake.stored(p, "thread", "thread not found: ")?;
+        // The anchor's id is parsed before the section is looked up (fidelity s6060001_0133).
+        if let Some(before) = p["beforeThreadId"].as_str() {
+            crate::fake::threads::check_uuid(before, "before thread")?;
+        }
         self.fake
             .store
             .update(|d| d["threads"][&thread_id]["materialized"] = json!(true));

@@ -86,9 +86,10 @@ impl H<'_> {
 
     /// `thread/memoryMode/set`: a stored thread's (nothing it changes shows here).
     pub(super) fn memory_mode_set(&self, id: &Value, p: &Value) -> Result<(), String> {
-        let (thread_id, _) = self
+        let (thread_id, info) = self
             .fake
             .stored(p, "thread", "no rollout found for thread id ")?;
+        ephemeral_refused(&thread_id, &info)?;
         self.fake
             .store
             .update(|d| d["threads"][&thread_id]["materialized"] = json!(true));
@@ -108,13 +109,14 @@ impl H<'_> {
     /// and the thread answered (probed on 0.171.0: 78). Filing into an existing project is
     /// not modeled.
     pub(super) fn metadata_update(&self, id: &Value, p: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.fake.stored(p, "thread", "thread not found: ")?;
+        let (thread_id, info) = self.fake.stored(p, "thread", "thread not found: ")?;
         if ["daybreakEnabled", "gitInfo", "projectId"]
             .iter()
             .all(|k| p[*k].is_null())
         {
             return Err("thread metadata update must include at least one field".into());
         }
+        ephemeral_refused(&thread_id, &info)?;
         if let Some(project) = p["projectId"].as_str() {
             if !self.project_exists(project) {
                 return Err(format!("project not found: {project}"));
@@ -151,4 +153,14 @@ impl H<'_> {
         self.result(id, json!({ "thread": thread }));
         Ok(())
     }
+}
+
+/// An ephemeral thread keeps no metadata (fidelity s6060001_0088 on 0.171.0: its memory mode).
+fn ephemeral_refused(thread_id: &str, info: &Value) -> Result<(), String> {
+    if info["ephemeral"] == true {
+        return Err(format!(
+            "ephemeral thread does not support metadata updates: {thread_id}"
+        ));
+    }
+    Ok(())
 }

@@ -116,6 +116,18 @@ impl H<'_> {
                     if self.fake.turn_facts.service_tier_not_resumed {
                         t.remove("serviceTier");
                     }
+                    // 0.163.0 neither keeps the personality: the thread shows it until its
+                    // next turn's settings drop it (79b: that turn announces it gone).
+                    // ("none" stays: kept sessions s20261203_0299 and 66 on 0.163.0.)
+                    let personal = t
+                        .get("personality")
+                        .is_some_and(|p| !p.is_null() && p != "none");
+                    if self.fake.turn_facts.personality_not_resumed && personal {
+                        t.insert("personalityDropped".into(), json!(true));
+                    }
+                    if self.fake.turn_facts.resume_writes_settings {
+                        t.insert("resumeSettingsWritten".into(), json!(true));
+                    }
                 }
                 let mut r = settings::for_start(
                     &self.fake.config(),
@@ -532,6 +544,10 @@ impl H<'_> {
         else {
             return self.unsupported(id, method);
         };
+        // Nothing to search before the thread is stored (42_method_rules).
+        if !crate::fake::threads::materialized(&info) {
+            return self.unsupported(id, method);
+        }
         let from = match params["cursor"].as_str() {
             None => (0, 0),
             Some(raw) => {

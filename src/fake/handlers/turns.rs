@@ -18,7 +18,7 @@ impl H<'_> {
         thread_id: &str,
         params: &Value,
     ) -> Result<Value, String> {
-        let (next, announce) = self.apply_settings(thread_id, params)?;
+        let (next, announce) = self.apply_settings(thread_id, params, true)?;
         if let Some(settings) = announce {
             self.notify(
                 "thread/settings/updated",
@@ -33,7 +33,7 @@ impl H<'_> {
     /// own task: a client's next request often arrives before the announcement).
     pub(super) fn thread_settings_update(&self, id: &Value, params: &Value) -> Result<(), String> {
         let (thread_id, _) = self.fake.loaded_thread(params)?;
-        let (_, announce) = self.apply_settings(&thread_id, params)?;
+        let (_, announce) = self.apply_settings(&thread_id, params, false)?;
         self.result(id, json!({}));
         if let Some(settings) = announce {
             self.notify(
@@ -50,6 +50,7 @@ impl H<'_> {
         &self,
         thread_id: &str,
         params: &Value,
+        turn: bool,
     ) -> Result<(Value, Option<Value>), String> {
         let facts = &self.fake.turn_facts;
         let texts = settings::ModeTexts {
@@ -72,8 +73,35 @@ impl H<'_> {
             let info = d["threads"][thread_id].clone();
             let next =
                 settings::for_turn(&self.fake.config(), &self.fake.cwd, &info, params, &texts)?;
+            let before = self.thread_settings(&info);
+            let mut next = next;
+            if turn && next["personalityDropped"] == true {
+                if let Some(t) = next.as_object_mut() {
+                    t.remove("personalityDropped");
+                    if params["personality"].is_null() {
+                        t.remove("personality");
+                    }
+                }
+            }
             let settings = self.thread_settings(&next);
-            let changed = shown(&settings) != shown(&self.thread_settings(&info));
+            let changed = shown(&settings) != shown(&before);
+            if turn {
+                // A turn that carries settings has codex write them to the rollout before it
+                // starts (every time, changed or not), and a change of permissions adds their
+                // instructions and world state after its start (fidelity s6060001_0056 and
+                // _0135 on 0.171.0). A thread's first turn writes its settings anyway.
+                let carries = SETTING_PARAMS.iter().any(|k| !params[*k].is_null());
+                // A cold resume's own settings entry on versions that write one.
+                let resumed = next
+                    .as_object_mut()
+                    .and_then(|t| t.remove("resumeSettingsWritten"))
+                    .is_some();
+                let permissions = ["approvalPolicy", "sandboxPolicy", "activePermissionProfile"]
+                    .iter()
+                    .any(|k| settings[*k] != before[*k]);
+                next["rolloutPending"] = json!({"before": u64::from(carries) + u64::from(resumed),
+                                                "after": if permissions { 2 } else { 0 }});
+            }
             d["threads"][thread_id] = next.clone();
             Ok::<_, String>((next, settings, changed))
         })?;
@@ -267,3 +295,19 @@ fn check_input(input: &Value) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The `turn/start` params that set the thread's settings.
+const SETTING_PARAMS: &[&str] = &[
+    "cwd",
+    "approvalPolicy",
+    "approvalsReviewer",
+    "sandboxPolicy",
+    "permissions",
+    "model",
+    "serviceTier",
+    "effort",
+    "summary",
+    "personality",
+    "collaborationMode",
+    "environments",
+];

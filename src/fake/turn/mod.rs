@@ -229,7 +229,22 @@ fn play(
         ctx.rollout = Rollout::load(&thread["rollout"]);
         ctx.plan_mode = thread["collaborationMode"]["mode"] == "plan";
         let first = ctx.rollout.ordinal == 0;
+        // What the turn's settings wrote (see `apply_settings`): before its start and after.
+        let pending = &thread["rolloutPending"];
+        if !first && n == 0 {
+            ctx.rollout.add(pending["before"].as_u64().unwrap_or(0));
+        }
         ctx.rollout.turn_started(first);
+        if !first && n == 0 {
+            ctx.rollout.add(pending["after"].as_u64().unwrap_or(0));
+        }
+        if pending.is_object() {
+            conn.fake.store.update(|d| {
+                if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+                    t.remove("rolloutPending");
+                }
+            });
+        }
         ctx.started_ms = now_ms();
         conn.fake.store.update(|d| {
             if let Some(t) = d["threads"][&thread_id].as_object_mut() {
