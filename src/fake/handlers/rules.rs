@@ -598,11 +598,17 @@ impl H<'_> {
         if !crate::fake::threads::materialized(&info) {
             return Err(format!("no rollout found for thread id {thread_id}"));
         }
-        // No such turn: the thread is loaded again first.
+        // No such turn: the thread is loaded again first, its last turn's failure still
+        // showing (fidelity s6060001_0120: `systemError` after a failed turn).
         lock(&self.fake.loaded).insert(thread_id.clone());
+        let status = if info["systemError"] == true {
+            "systemError"
+        } else {
+            "idle"
+        };
         self.notify(
             "thread/status/changed",
-            json!({"threadId": thread_id, "status": {"type": "idle"}}),
+            json!({"threadId": thread_id, "status": {"type": status}}),
         );
         Err(format!("turn not found: {}", s(p, "beforeTurnId")))
     }

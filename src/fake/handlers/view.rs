@@ -46,7 +46,12 @@ impl H<'_> {
             "notLoaded" => Vec::new(),
             "summary" => {
                 let user = all.iter().find(|i| i["type"] == "userMessage");
-                let answer = all.iter().rev().find(|i| i["type"] == "agentMessage");
+                // The answer: the last message marked final, else the last that is not
+                // commentary (fidelity s6060001_0083, _0100 on 0.171.0).
+                let messages = || all.iter().rev().filter(|i| i["type"] == "agentMessage");
+                let answer = messages()
+                    .find(|i| i["phase"] == "final_answer")
+                    .or_else(|| messages().find(|i| i["phase"] != "commentary"));
                 user.into_iter().chain(answer).cloned().collect()
             }
             _ => all,
