@@ -153,7 +153,7 @@ impl Masker {
             rest = &rest[i + 36..];
         }
         masked.push_str(rest);
-        mask_port(&mask_rollout_stamp(&masked))
+        mask_port(&mask_rollout_stamp(&mask_keyset_time(&masked)))
     }
 
     fn value(&mut self, key: Option<&str>, v: &Value) -> Value {
@@ -293,6 +293,22 @@ fn find_uuid(s: &str) -> Option<usize> {
 
 /// `sessions/2026/11/30/rollout-2026-11-30T20-31-07-` → `sessions/<date>/rollout-<stamp>-`: the
 /// day a rollout was written is the day of the run (a recording is replayed on later days).
+/// An attachment page's cursor, `<thread>|<created at, Unix seconds>|<attachment>` (uuids
+/// already masked): its clock reading masked as a `createdAt` is (the real server against its
+/// own recording of 83_thread_attachments parts there only).
+fn mask_keyset_time(s: &str) -> String {
+    let parts: Vec<&str> = s.split('|').collect();
+    let uuid = |p: &str| p.starts_with("<uuid:") && p.ends_with('>');
+    match parts.as_slice() {
+        [a, t, b]
+            if uuid(a) && uuid(b) && !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) =>
+        {
+            format!("{a}|<time>|{b}")
+        }
+        _ => s.to_string(),
+    }
+}
+
 fn mask_rollout_stamp(s: &str) -> String {
     let Some(i) = s.find("rollout-") else {
         return s.to_string();
@@ -517,6 +533,31 @@ mod tests {
     }
 
     use super::*;
+
+    /// An attachment cursor's clock reading is masked; its ids and shape are not.
+    #[test]
+    fn attachment_cursors_mask_their_time_only() {
+        assert_eq!(
+            mask_keyset_time("<uuid:0>|1796387751|<uuid:4>"),
+            "<uuid:0>|<time>|<uuid:4>"
+        );
+        assert_eq!(
+            mask_keyset_time("<uuid:0>|1796387751|<uuid:4>"),
+            mask_keyset_time("<uuid:0>|1796387792|<uuid:4>")
+        );
+        assert_ne!(
+            mask_keyset_time("<uuid:0>|1796387751|<uuid:4>"),
+            mask_keyset_time("<uuid:0>|1796387751|<uuid:5>")
+        );
+        for other in [
+            "<uuid:0>|17x|<uuid:4>",
+            "a|1|b",
+            "<uuid:0>||<uuid:1>",
+            "1|2|3|4",
+        ] {
+            assert_eq!(mask_keyset_time(other), other);
+        }
+    }
 
     /// A recording replayed on another day: the rollout's day directory and stamp are masked.
     #[test]

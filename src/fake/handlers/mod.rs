@@ -127,8 +127,8 @@ const RULES: &[(&str, Handler)] = &[
     ("remoteControl/disable", |h, _, _| {
         h.account_gated("remoteControl/disable")
     }),
-    // No attachment is ever owned here: names checked (trimmed), then any cursor is one this
-    // server never gave (probed on 0.171.0).
+    // Names checked (trimmed), then any cursor is one this server never gave (probed on
+    // 0.171.0).
     ("thread/attachmentOwner/list", |h, id, p| {
         for key in ["attachmentType", "identityKey"] {
             if p[key].as_str().is_none_or(|s| s.trim().is_empty()) {
@@ -138,7 +138,26 @@ const RULES: &[(&str, Handler)] = &[
         if !p["cursor"].is_null() {
             return Err(rules::invalid("invalid pagination cursor"));
         }
-        h.result(id, json!({"data": [], "nextCursor": null}));
+        // The stored threads holding such an attachment (83).
+        let data: Vec<Value> = h.fake.store.load()["threads"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, t)| {
+                t["attachments"].as_array().is_some_and(|a| {
+                    a.iter().any(|x| {
+                        x["attachmentType"] == p["attachmentType"]
+                            && x["identityKey"] == p["identityKey"]
+                    })
+                })
+            })
+            .map(|(tid, t)| json!({"threadId": tid, "archived": t["archived"] == true}))
+            .collect();
+        if data.len() > 1 {
+            // Their order and paging are not modeled.
+            return h.not_modeled("thread/attachmentOwner/list");
+        }
+        h.result(id, json!({"data": data, "nextCursor": null}));
         Ok(())
     }),
     // The params are checked before the login (codex's remote control `clients` module).

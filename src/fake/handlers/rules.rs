@@ -528,23 +528,94 @@ impl H<'_> {
         ))
     }
 
-    /// A thread's attachments live in its rollout's store: a thread without one (unknown, or
-    /// before its first turn) is not found, refused as invalid params; `thread/attachment/list`
-    /// lists none for any well-formed id.
+    /// A stored thread's attachments (probed on 0.171.0: 83): `add` keeps the first of a
+    /// type and identity key (`created`, then `existing` with what was kept), `list` pages
+    /// them in the order added, `remove` deletes one silently when absent; a change is
+    /// announced after its answer.
     pub(super) fn attachments(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
-        let thread_id = s(p, "threadId");
-        crate::fake::threads::check_uuid(thread_id, "thread").map_err(|e| invalid(&e))?;
-        if method == "thread/attachment/list" {
-            self.result(id, json!({"data": [], "nextCursor": null}));
-            return Ok(());
-        }
-        let written = self.fake.store.load()["threads"][thread_id]["turns"]
-            .as_array()
-            .is_some_and(|t| !t.is_empty());
-        if !written {
+        let thread_id = s(p, "threadId").to_string();
+        crate::fake::threads::check_uuid(&thread_id, "thread").map_err(|e| invalid(&e))?;
+        let info = self.fake.store.load()["threads"][&thread_id].clone();
+        if !info.is_object() || !crate::fake::threads::materialized(&info) {
+            if method == "thread/attachment/list" {
+                self.result(id, json!({"data": [], "nextCursor": null}));
+                return Ok(());
+            }
             return Err(invalid(&format!("thread not found: {thread_id}")));
         }
-        self.not_modeled(method)
+        let kept: Vec<Value> = info["attachments"].as_array().cloned().unwrap_or_default();
+        if method == "thread/attachment/list" {
+            let from = match p["cursor"].as_str() {
+                None => 0,
+                Some(c) => {
+                    let at = c
+                        .split('|')
+                        .nth(2)
+                        .and_then(|aid| kept.iter().position(|a| a["id"] == aid))
+                        .filter(|_| c.starts_with(&format!("{thread_id}|")));
+                    match at {
+                        Some(at) => at + 1,
+                        None => return Err(invalid("invalid pagination cursor")),
+                    }
+                }
+            };
+            let limit = p["limit"]
+                .as_u64()
+                .map_or(usize::MAX, |l| (l as usize).max(1));
+            let page: Vec<Value> = kept.iter().skip(from).take(limit).cloned().collect();
+            let next = (from + page.len() < kept.len())
+                .then(|| page.last())
+                .flatten()
+                .map(|a| format!("{thread_id}|{}|{}", a["createdAt"], s(a, "id")));
+            self.result(id, json!({"data": page, "nextCursor": next}));
+            return Ok(());
+        }
+        for key in ["attachmentType", "identityKey"] {
+            if s(p, key).trim().is_empty() {
+                return Err(invalid(&format!("{key} must not be empty")));
+            }
+        }
+        let same = |a: &Value| {
+            a["attachmentType"] == p["attachmentType"] && a["identityKey"] == p["identityKey"]
+        };
+        let existing = kept.iter().find(|a| same(a)).cloned();
+        let (answer, change) = match (method, existing) {
+            ("thread/attachment/add", Some(a)) => {
+                (json!({"outcome": "existing", "attachment": a}), None)
+            }
+            ("thread/attachment/add", None) => {
+                let a = json!({"id": uuid::Uuid::now_v7().to_string(),
+                               "attachmentType": p["attachmentType"], "identityKey": p["identityKey"],
+                               "payload": p["payload"], "createdAt": crate::fake::state::now_secs()});
+                (
+                    json!({"outcome": "created", "attachment": a}),
+                    Some((a, "created")),
+                )
+            }
+            (_, Some(a)) => (json!({}), Some((a, "deleted"))),
+            (_, None) => (json!({}), None),
+        };
+        if let Some((a, op)) = &change {
+            self.fake.store.update(|d| {
+                let t = &mut d["threads"][&thread_id];
+                let mut list: Vec<Value> = t["attachments"].as_array().cloned().unwrap_or_default();
+                if *op == "created" {
+                    list.push(a.clone());
+                } else {
+                    list.retain(|x| x["id"] != a["id"]);
+                }
+                t["attachments"] = json!(list);
+            });
+        }
+        self.result(id, answer);
+        if let Some((a, op)) = change {
+            self.notify(
+                "thread/attachment/updated",
+                json!({"threadId": thread_id, "attachmentType": a["attachmentType"],
+                       "identityKey": a["identityKey"], "attachmentId": a["id"], "operation": op}),
+            );
+        }
+        Ok(())
     }
 
     /// `thread/realtime/list` on a loaded thread with no realtime session (none runs here):
