@@ -905,6 +905,14 @@ impl H<'_> {
                 }
                 "itemIds must contain 1 to 100 IDs".into()
             }
+            // The thread's id is parsed first (fidelity s7070001_0157).
+            "thread/inject_items"
+                if crate::fake::threads::check_uuid(s(p, "threadId"), "thread").is_err() =>
+            {
+                crate::fake::threads::check_uuid(s(p, "threadId"), "thread")
+                    .err()
+                    .unwrap_or_default()
+            }
             "thread/inject_items" if p["items"].as_array().is_none_or(Vec::is_empty) => {
                 "items must not be empty".into()
             }

@@ -17,13 +17,19 @@ impl H<'_> {
             &self.fake.catalog,
             &self.fake.cwd,
             params,
-        )?;
-        // Checked after the params' own consistency (`permissions` with `sandbox` first).
-        if let Some(p) = params["projectId"].as_str() {
-            if !self.project_exists(p) {
-                return Err(format!("project not found: {p}"));
+        );
+        // The project is checked after the params' own consistency (`permissions` with
+        // `sandbox` first) but before the configuration they name is loaded (fidelity
+        // s7070001_0462: an unknown project before a profile with no `[permissions]` table).
+        let loading = matches!(&resolved, Err(e) if e.starts_with("failed to load configuration"));
+        if resolved.is_ok() || loading {
+            if let Some(p) = params["projectId"].as_str() {
+                if !self.project_exists(p) {
+                    return Err(format!("project not found: {p}"));
+                }
             }
         }
+        let resolved = resolved?;
         let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
         if ephemeral && !params["daybreakEnabled"].is_null() {
             return Err("daybreakEnabled is not supported for ephemeral threads".into());
