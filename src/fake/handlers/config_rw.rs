@@ -74,7 +74,15 @@ impl H<'_> {
         } else {
             vec![p]
         };
-        match self.apply_edits(p, &edits) {
+        let written = self.apply_edits(p, &edits);
+        self.config_written(id, written);
+        Ok(())
+    }
+
+    /// The answer to a write of the user layer (a config write, a provider write): the result
+    /// once the configuration is read again, or codex's refusal with its write error code.
+    pub(super) fn config_written(&self, id: &Value, written: Result<Value, WriteError>) {
+        match written {
             Ok(result) => {
                 self.fake.reload_config();
                 self.result(id, result);
@@ -82,7 +90,6 @@ impl H<'_> {
             Err(e) => self.send(json!({"error": {"code": -32600,
                 "data": {"config_write_error_code": e.code}, "message": e.message}, "id": id})),
         }
-        Ok(())
     }
 
     /// codex's `apply_edits`, in its order: the file, the expected version, each edit's key

@@ -74,14 +74,8 @@ impl H<'_> {
         if s["type"] != "customGateway" {
             return self.not_modeled("modelProvider/config/write");
         }
-        match self.write_gateway(s) {
-            Ok(answer) => {
-                self.fake.reload_config();
-                self.result(id, answer);
-            }
-            Err(e) => self.send(json!({"error": {"code": -32600,
-                "data": {"config_write_error_code": e.code}, "message": e.message}, "id": id})),
-        }
+        let written = self.write_gateway(s);
+        self.config_written(id, written);
         Ok(())
     }
 
