@@ -271,8 +271,9 @@ impl H<'_> {
         if params["input"].as_array().is_none_or(Vec::is_empty) {
             return Err("input must not be empty".into());
         }
-        ctl.steer(params.clone());
-        self.result(id, json!({"turnId": current}));
+        ctl.steer(params.clone(), || {
+            self.result(id, json!({"turnId": current}))
+        });
         Ok(())
     }
 

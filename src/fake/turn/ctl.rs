@@ -53,8 +53,13 @@ impl TurnCtl {
     pub(super) fn interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
     }
-    pub fn steer(&self, input: Value) {
-        lock(&self.steers).push(input);
+    /// Queues steered input and answers the request while the queue is held, so that the turn
+    /// (which abandons its response on seeing the input) cannot write before the reply: the real
+    /// server answers `turn/steer` first (f37: the reply, then the aborted stream's usage).
+    pub fn steer(&self, input: Value, reply: impl FnOnce()) {
+        let mut steers = lock(&self.steers);
+        steers.push(input);
+        reply();
     }
     pub fn set_goal_status(&self, status: &str) {
         *lock(&self.goal_status) = Some(status.to_string());
