@@ -58,7 +58,24 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
     let jobs: Vec<(&'static codex_wire::Protocol, &harness::Case)> = codex_wire::versions()
         .iter()
         .flat_map(|p| cases.iter().map(move |c| (*p, c)))
+        .filter(|(p, c)| c.applies_to(p.version))
         .collect();
+    // Not applicable is never counted as passed: it is named, and its absent recording checked.
+    for p in codex_wire::versions() {
+        for c in cases.iter().filter(|c| !c.applies_to(p.version)) {
+            let rec = Path::new(&corpus(p.version)).join(format!("{}.real.jsonl", c.name));
+            assert!(
+                !rec.exists(),
+                "{}: recorded, yet `since` excludes {}",
+                c.name,
+                p.version
+            );
+            println!(
+                "{} {}: not applicable (since {:?})",
+                p.version, c.name, c.since
+            );
+        }
+    }
     // Per run: its schema drift, and where it parts from the recording.
     let mut results: Vec<(String, Option<diff::Mismatch>)> =
         harness::run_parallel(PARALLEL, &jobs, |&(p, case)| {

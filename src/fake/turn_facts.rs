@@ -34,6 +34,9 @@ pub struct TurnFacts {
     pub fork_sandbox_mode_not_kept: bool,
     /// `memory/status` reports the v2 memory store not ready (`v2Ready: false`).
     pub memory_v2_not_ready: bool,
+    /// `account/bedrock/setup` under a `-c model_provider` flag is refused with the layer and
+    /// its value named (else by the config write's "Overridden by session flags").
+    pub bedrock_refusal_names_layer: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

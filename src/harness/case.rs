@@ -98,6 +98,11 @@ pub struct Case {
     /// the scripted model through it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// The oldest codex version the case applies to (its methods or settings do not exist
+    /// before it: 85b's `gcp` provider, which 0.163.0 refuses to start with). Older versions
+    /// have no recording of it, and the turn test lists it as not applicable there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// Extra `thread/start` params (e.g. `approvalsReviewer`).
     #[serde(default)]
     pub thread_params: serde_json::Map<String, Value>,
@@ -115,6 +120,14 @@ pub struct Case {
     /// describe a client by what it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded: Option<Recorded>,
+}
+
+impl Case {
+    /// Whether the case applies to a codex version (`since` or newer).
+    pub fn applies_to(&self, version: &str) -> bool {
+        let key = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+        self.since.as_deref().is_none_or(|s| key(version) >= key(s))
+    }
 }
 
 /// A turn's input: `"text"` is `[{"type": "text", "text": "text"}]`.

@@ -302,7 +302,10 @@ fn differing(
 fn derive_facts(version: &str) -> Result<(), String> {
     let root = crate::codex_bin::repo_root();
     let dir = crate::turns::corpus_dir(version);
-    let cases = harness::load_cases(&crate::turns::cases_dir())?;
+    let cases: Vec<harness::Case> = harness::load_cases(&crate::turns::cases_dir())?
+        .into_iter()
+        .filter(|c| c.applies_to(version))
+        .collect();
     let recordings: Vec<String> = cases
         .iter()
         .filter_map(|c| std::fs::read_to_string(dir.join(format!("{}.real.jsonl", c.name))).ok())

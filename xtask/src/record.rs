@@ -38,6 +38,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     for case in cases
         .iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| **o == c.name))
+        .filter(|c| c.applies_to(&version))
     {
         total += 1;
         let root = work.join(&case.name);

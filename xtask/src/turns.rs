@@ -80,6 +80,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let picked: Vec<&harness::Case> = cases
         .iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| **o == c.name))
+        .filter(|c| c.applies_to(&version))
         .collect();
     // One case: the real run (recorded, or compared with its recording), then the fake's,
     // compared with it. What it prints, and whether the fake differs.
@@ -198,6 +199,7 @@ pub fn record(version: &str, only: &[String]) -> Result<(), String> {
     let cases: Vec<harness::Case> = harness::load_cases(&cases_dir())?
         .into_iter()
         .filter(|c| only.is_empty() || only.contains(&c.name))
+        .filter(|c| c.applies_to(version))
         .collect();
     for case in &cases {
         let real = real_run(case, &bin, &codex, &work)?;

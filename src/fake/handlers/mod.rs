@@ -6,6 +6,7 @@
 //! (the login and what it gates), `plugins.rs` (`plugin/*` for local marketplaces), `rules.rs` (refusals, unsupported methods, fixed answers).
 
 mod account;
+mod clouds;
 mod config_rw;
 mod fs;
 mod imports;
@@ -103,6 +104,9 @@ const RULES: &[(&str, Handler)] = &[
     ("account/login/start", |h, id, p| h.login_start(id, p)),
     ("account/login/cancel", |h, id, p| h.login_cancel(id, p)),
     ("account/logout", |h, id, p| h.logout(id, p)),
+    ("account/bedrock/setup", |h, id, p| h.bedrock_setup(id, p)),
+    ("account/gcp/setup", |h, id, p| h.gcp_setup(id, p)),
+    ("feedback/upload", |h, id, p| h.feedback_upload(id, p)),
     ("account/rateLimits/read", |h, _, _| {
         h.account_gated("account/rateLimits/read")
     }),

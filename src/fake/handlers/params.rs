@@ -30,6 +30,8 @@ const REFUSED: &str = "refused before it is read: what it names is never started
 const FIXED: &str = "the answer depends on nothing the fake models";
 const UNSUPPORTED: &str = "codex does not support the method yet";
 const NOT_RUN: &str = "checked as codex checks it; a command that passes is not run here";
+const UPLOADED: &str = "sent with the upload, which never leaves the fake (as the real server \
+                        without network, it fails)";
 const NOT_KEPT: &str = "the thread is checked; what it would do there is not modeled";
 
 /// Per method the fake implements by rule (`handlers::dispatch`), each params field of any
@@ -415,6 +417,29 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ),
     ("account/login/cancel", &[("loginId", Read)]),
     ("account/logout", &[]),
+    (
+        "account/bedrock/setup",
+        &[("type", Read), ("profile", Read), ("region", Read)],
+    ),
+    (
+        "account/gcp/setup",
+        &[
+            ("projectId", Read),
+            ("location", Read),
+            ("credentialFile", Read),
+        ],
+    ),
+    (
+        "feedback/upload",
+        &[
+            ("threadId", Read),
+            ("classification", Unmodeled(UPLOADED)),
+            ("reason", Unmodeled(UPLOADED)),
+            ("tags", Unmodeled(UPLOADED)),
+            ("includeLogs", Unmodeled(UPLOADED)),
+            ("extraLogFiles", Unmodeled(UPLOADED)),
+        ],
+    ),
     (
         "account/rateLimits/read",
         &[
