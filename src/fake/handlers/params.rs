@@ -32,6 +32,7 @@ const UNSUPPORTED: &str = "codex does not support the method yet";
 const NOT_RUN: &str = "checked as codex checks it; a command that passes is not run here";
 const UPLOADED: &str = "sent with the upload, which never leaves the fake (as the real server \
                         without network, it fails)";
+const SEARCHED: &str = "shapes a search the fake does not run (its result is the recorded one)";
 const NOT_KEPT: &str = "the thread is checked; what it would do there is not modeled";
 
 /// Per method the fake implements by rule (`handlers::dispatch`), each params field of any
@@ -1082,6 +1083,34 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ("modelProvider/config/write", &[("settings", Read)]),
     ("modelProvider/list", &[]),
     ("account/gatewayOAuth/read", &[("modelProvider", Read)]),
+    (
+        "thread/search",
+        &[
+            ("searchTerm", Read),
+            ("cursor", Read),
+            ("limit", Unmodeled(SEARCHED)),
+            ("archived", Unmodeled(SEARCHED)),
+            ("currentAccountOnly", Unmodeled(SEARCHED)),
+            ("includeAttachedThreads", Unmodeled(SEARCHED)),
+            ("sortDirection", Unmodeled(SEARCHED)),
+            ("sortKey", Unmodeled(SEARCHED)),
+            ("sourceKinds", Unmodeled(SEARCHED)),
+        ],
+    ),
+    (
+        "thread/search/stream",
+        &[
+            ("searchTerm", Read),
+            ("cursor", Read),
+            ("limit", Unmodeled(SEARCHED)),
+            ("archived", Unmodeled(SEARCHED)),
+            ("currentAccountOnly", Unmodeled(SEARCHED)),
+            ("includeAttachedThreads", Unmodeled(SEARCHED)),
+            ("sortDirection", Unmodeled(SEARCHED)),
+            ("sortKey", Unmodeled(SEARCHED)),
+            ("sourceKinds", Unmodeled(SEARCHED)),
+        ],
+    ),
     (
         "thread/searchOccurrences",
         &[

@@ -202,6 +202,41 @@ impl H<'_> {
         if method != "mcpServerStatus/list" || !p["threadId"].is_null() {
             self.fake.loaded_thread(p)?;
         }
+        // With no server configured the list pages an empty list by offset (fidelity
+        // s7070001_0266: `invalid cursor`, `cursor N exceeds total MCP servers 0`).
+        if method == "mcpServerStatus/list" && !self.mcp_servers_configured() {
+            offset_page(&[], p, "MCP servers")?;
+        }
+        self.not_modeled(method)
+    }
+
+    /// Whether the configuration (user file and `-c` flags) names an MCP server.
+    fn mcp_servers_configured(&self) -> bool {
+        let flags = crate::fake::user_config::flags(&self.fake.overrides);
+        crate::fake::user_config::merged(&self.user_table(), &flags)
+            .get("mcp_servers")
+            .and_then(Value::as_object)
+            .is_some_and(|m| !m.is_empty())
+    }
+
+    /// `thread/search` and `thread/search/stream`: the term (trimmed) must not be empty, then a
+    /// cursor must be one of the list's (an RFC 3339 time); the stream refuses a cursor as
+    /// invalid params (fidelity s7070001_0411, probed on 0.171.0). The search itself is not
+    /// modeled: its recorded (empty) result.
+    pub(super) fn thread_search(&self, method: &str, p: &Value) -> Result<(), String> {
+        if s(p, "searchTerm").trim().is_empty() {
+            return Err("thread/search requires a non-empty searchTerm".into());
+        }
+        if let Some(c) = p["cursor"].as_str() {
+            if !super::threads::rfc3339(c) {
+                let prefix = if method == "thread/search/stream" {
+                    crate::fake::rpc::INVALID_PARAMS_PREFIX
+                } else {
+                    ""
+                };
+                return Err(format!("{prefix}invalid cursor: {c}"));
+            }
+        }
         self.not_modeled(method)
     }
 
@@ -237,7 +272,25 @@ impl H<'_> {
     /// an API key login (probed on 0.171.0); with one it would reach the network (not
     /// modeled).
     pub(super) fn realtime_start(&self, id: &Value, p: &Value) -> Result<(), String> {
+        // An existing call takes no prompt, even a null one, before the thread is looked up
+        // (fidelity s7070001_0468; probed on 0.163.0 and 0.171.0).
+        let existing_call = p["transport"]["type"] == "existingCall";
+        if existing_call && p.get("prompt").is_some() {
+            return Err("existingCall transport does not support prompt".into());
+        }
         let (thread_id, _) = self.fake.loaded_thread(p)?;
+        if existing_call {
+            if p["outputModality"] != "text" {
+                return self.not_modeled("thread/realtime/start");
+            }
+            self.result(id, json!({}));
+            self.notify(
+                "thread/realtime/error",
+                json!({"threadId": thread_id,
+                       "message": "text realtime output modality requires realtime v2"}),
+            );
+            return Ok(());
+        }
         if self.has_api_key() {
             return self.not_modeled("thread/realtime/start");
         }
@@ -917,7 +970,14 @@ impl H<'_> {
                 "items must not be empty".into()
             }
             "thread/queue/start" => "queue is empty".into(),
-            "mcpServer/oauth/login" => format!("No MCP server named '{}' found.", s(p, "name")),
+            // An environment is named with the server (fidelity s7070001_0221).
+            "mcpServer/oauth/login" => match p["environmentId"].as_str() {
+                Some(env) => format!(
+                    "No MCP server named '{} (environment {env})' found.",
+                    s(p, "name")
+                ),
+                None => format!("No MCP server named '{}' found.", s(p, "name")),
+            },
             // A thread named is parsed first (fidelity s6060001_0086).
             "mcpServer/resource/read" | "mcpServer/tool/call"
                 if p["threadId"]

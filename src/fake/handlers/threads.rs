@@ -1017,7 +1017,7 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
 
 /// Whether `s` has the shape of an RFC 3339 time (`2026-12-03T21:53:20.000Z`, an offset for
 /// `Z`, any fraction).
-fn rfc3339(s: &str) -> bool {
+pub(super) fn rfc3339(s: &str) -> bool {
     let b = s.as_bytes();
     let digits =
         |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
