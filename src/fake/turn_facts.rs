@@ -37,6 +37,12 @@ pub struct TurnFacts {
     /// `account/bedrock/setup` under a `-c model_provider` flag is refused with the layer and
     /// its value named (else by the config write's "Overridden by session flags").
     pub bedrock_refusal_names_layer: bool,
+    /// `mcpServer/resource/read`'s connector target takes any scope (no `unscoped` in its
+    /// refusal, and an environment is not refused for it).
+    pub mcp_target_any_scope: bool,
+    /// `thread/inject_items` takes response items only (no `{"item": …}` wrapper): a refusal
+    /// names the tagged enum.
+    pub inject_items_tagged_only: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -252,11 +252,14 @@ fn sentinel(kind: &str) -> Value {
 }
 
 /// serde's words for a value in "invalid type: …" (`serde::de::Unexpected`).
-fn unexpected(v: &Value) -> Option<String> {
+pub fn unexpected(v: &Value) -> Option<String> {
     Some(match v {
         Value::String(s) => format!("string {s:?}"),
         Value::Bool(b) => format!("boolean `{b}`"),
         Value::Number(n) if n.is_i64() || n.is_u64() => format!("integer `{n}`"),
+        // (fidelity s7070001_0856, s8080001_0141: a feature flag set to a list or a table)
+        Value::Array(_) => "sequence".into(),
+        Value::Object(_) => "map".into(),
         Value::Number(n) => {
             let f = n.as_f64()?;
             let text = f.to_string();
@@ -707,6 +710,15 @@ mod tests {
             f.check(t.as_object().unwrap()).unwrap_err().message,
             "Invalid configuration: invalid type: string \"y\", expected a boolean\nin `features`\n"
         );
+        // serde's words for a list and a table (what fidelity s7070001_0856 and
+        // s8080001_0141 drew from the real server).
+        for (v, words) in [(json!(["a", "b"]), "sequence"), (json!({}), "map")] {
+            let t = json!({"features": {"memories": v}});
+            assert_eq!(
+                f.check(t.as_object().unwrap()).unwrap_err().message,
+                format!("Invalid configuration: invalid type: {words}, expected a boolean\nin `features`\n")
+            );
+        }
         let t = json!({"model_context_window": 2.0});
         assert!(f
             .check(t.as_object().unwrap())

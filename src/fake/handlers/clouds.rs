@@ -1,4 +1,5 @@
-//! The cloud setups (`account/bedrock/setup`, `account/gcp/setup`) and `feedback/upload`: codex's
+//! The cloud setups (`account/bedrock/setup`, `account/gcp/setup`) and feedback (`feedback/upload`,
+//! `feedback/save`): codex's
 //! checks in its order, up to the point where it would reach a cloud. Past that point the fake
 //! answers as the real server does with no cloud credentials and no network: the Google Cloud
 //! auth command fails and the feedback upload cannot resolve Sentry's host. Each answer probed
@@ -32,6 +33,13 @@ struct GcpSetup {
 #[serde(rename_all = "camelCase")]
 struct FeedbackUpload {
     thread_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FeedbackSave {
+    thread_id: Option<String>,
+    save_path: String,
 }
 
 /// codex's `BEDROCK_MANTLE_SUPPORTED_REGIONS` (`codex-rs/model-provider`).
@@ -232,5 +240,26 @@ impl H<'_> {
             check_uuid(t, "thread")?;
         }
         Err(format!("{INTERNAL_PREFIX}{UPLOAD_OFFLINE}"))
+    }
+
+    /// `feedback/save`: the thread id parsed, then the bundle's place and the thread it names
+    /// (`no-active-thread-<uuid>` without one) answered as the real server answers them
+    /// (fidelity s7070001_0842, probed on 0.171.0). The bundle's contents are codex's logs:
+    /// the fake writes none, and a path it could not write is not modeled.
+    pub(super) fn feedback_save(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let Ok(save) = serde_json::from_value::<FeedbackSave>(p.clone()) else {
+            return self.not_modeled("feedback/save");
+        };
+        if let Some(t) = &save.thread_id {
+            check_uuid(t, "thread")?;
+        }
+        let thread = save
+            .thread_id
+            .unwrap_or_else(|| format!("no-active-thread-{}", uuid::Uuid::now_v7()));
+        self.result(
+            id,
+            json!({"savedPath": save.save_path, "threadId": thread, "promptHash": null}),
+        );
+        Ok(())
     }
 }

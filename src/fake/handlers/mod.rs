@@ -107,6 +107,7 @@ const RULES: &[(&str, Handler)] = &[
     ("account/bedrock/setup", |h, id, p| h.bedrock_setup(id, p)),
     ("account/gcp/setup", |h, id, p| h.gcp_setup(id, p)),
     ("feedback/upload", |h, id, p| h.feedback_upload(id, p)),
+    ("feedback/save", |h, id, p| h.feedback_save(id, p)),
     ("account/rateLimits/read", |h, _, _| {
         h.account_gated("account/rateLimits/read")
     }),

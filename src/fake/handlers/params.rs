@@ -30,6 +30,7 @@ const REFUSED: &str = "refused before it is read: what it names is never started
 const FIXED: &str = "the answer depends on nothing the fake models";
 const UNSUPPORTED: &str = "codex does not support the method yet";
 const NOT_RUN: &str = "checked as codex checks it; a command that passes is not run here";
+const SAVED: &str = "goes into the bundle's contents, which the fake does not write";
 const UPLOADED: &str = "sent with the upload, which never leaves the fake (as the real server \
                         without network, it fails)";
 const SEARCHED: &str = "shapes a search the fake does not run (its result is the recorded one)";
@@ -428,6 +429,18 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("projectId", Read),
             ("location", Read),
             ("credentialFile", Read),
+        ],
+    ),
+    (
+        "feedback/save",
+        &[
+            ("threadId", Read),
+            ("savePath", Read),
+            ("classification", Unmodeled(SAVED)),
+            ("reason", Unmodeled(SAVED)),
+            ("tags", Unmodeled(SAVED)),
+            ("includeLogs", Unmodeled(SAVED)),
+            ("extraLogFiles", Unmodeled(SAVED)),
         ],
     ),
     (

@@ -969,6 +969,16 @@ impl H<'_> {
             "thread/inject_items" if p["items"].as_array().is_none_or(Vec::is_empty) => {
                 "items must not be empty".into()
             }
+            "thread/inject_items"
+                if injected_item_error(
+                    &p["items"],
+                    self.fake.turn_facts.inject_items_tagged_only,
+                )
+                .is_some() =>
+            {
+                injected_item_error(&p["items"], self.fake.turn_facts.inject_items_tagged_only)
+                    .unwrap_or_default()
+            }
             "thread/queue/start" => "queue is empty".into(),
             // An environment is named with the server (fidelity s7070001_0221).
             "mcpServer/oauth/login" => match p["environmentId"].as_str() {
@@ -988,11 +998,38 @@ impl H<'_> {
                     .err()
                     .unwrap_or_default()
             }
-            "mcpServer/resource/read" | "mcpServer/tool/call" => format!(
-                "{}unknown MCP server '{}'",
-                crate::fake::rpc::INTERNAL_PREFIX,
-                s(p, "server")
-            ),
+            // Then a read's origin needs its thread, and a connector target the apps server
+            // (fidelity s8080001_0016, s7070001_0577).
+            "mcpServer/resource/read"
+                if !p["originCallId"].is_null() && p["threadId"].is_null() =>
+            {
+                "originCallId requires threadId".into()
+            }
+            "mcpServer/resource/read"
+                if !p["target"].is_null()
+                    && (s(p, "server") != "codex_apps"
+                        || s(&p["target"], "connectorId").is_empty()
+                        || (!p["environmentId"].is_null()
+                            && !self.fake.turn_facts.mcp_target_any_scope)) =>
+            {
+                if self.fake.turn_facts.mcp_target_any_scope {
+                    "target requires codex_apps, a connectorId, and a real linkId or null".into()
+                } else {
+                    "target requires unscoped codex_apps, a connectorId, and a real linkId or null"
+                        .into()
+                }
+            }
+            // An environment is named with the server (fidelity s7070001_0033).
+            "mcpServer/resource/read" | "mcpServer/tool/call" => {
+                let server = match p["environmentId"].as_str() {
+                    Some(env) => format!("{} (environment {env})", s(p, "server")),
+                    None => s(p, "server").to_string(),
+                };
+                format!(
+                    "{}unknown MCP server '{server}'",
+                    crate::fake::rpc::INTERNAL_PREFIX
+                )
+            }
             "fuzzyFileSearch/sessionStart" if p["roots"].as_array().is_none_or(Vec::is_empty) => {
                 format!(
                     "{}failed to start fuzzy file search session: at least one search directory \
@@ -1039,6 +1076,13 @@ impl H<'_> {
     }
 
     pub(super) fn fixed(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        // The thread, then the plan (fidelity s8080001_0233; probed on 0.171.0).
+        if method == "thread/prepareApprovedPlan" {
+            self.fake.loaded_thread(p)?;
+            if s(p, "markdown").trim().is_empty() {
+                return Err("The approved plan is empty.".into());
+            }
+        }
         // codex's supported range of the threshold (default 20).
         if method == "memory/status"
             && p["minConsolidatedThreads"]
@@ -1066,11 +1110,13 @@ impl H<'_> {
                 json!({"imageGeneration": true, "webSearch": true})
             }
             // codex's built-in permission profiles, all allowed (no requirements file here).
-            "permissionProfile/list" => json!({"data": [
-                {"id": ":read-only", "description": null, "allowed": true},
-                {"id": ":workspace", "description": null, "allowed": true},
-                {"id": ":danger-full-access", "description": null, "allowed": true}],
-                "nextCursor": null}),
+            // The built-in profiles, paged by offset (fidelity s7070001_0994).
+            "permissionProfile/list" => offset_page(
+                &[":read-only", ":workspace", ":danger-full-access"]
+                    .map(|id| json!({"id": id, "description": null, "allowed": true})),
+                p,
+                "permission profiles",
+            )?,
             // No hooks: one entry per cwd asked about (the server's own by default).
             "hooks/list" => {
                 let cwds: Vec<Value> = match p["cwds"].as_array() {
@@ -1091,3 +1137,37 @@ impl H<'_> {
 /// The marker of a rule that does not apply: the dispatcher answers the method's recorded or
 /// minimal result instead.
 pub(super) const NOT_MODELED: &str = "\u{0}not-modeled:";
+
+/// codex's refusal of an injected item that is neither a response item (an object with a
+/// `type`) nor, from 0.171.0, one wrapped as `{"item": …}`: serde's words for the last shape it
+/// tried (fidelity s7070001_0484; probed on 0.163.0, 0.169.0 and 0.171.0).
+fn injected_item_error(items: &Value, tagged_only: bool) -> Option<String> {
+    let expected = if tagged_only {
+        "internally tagged enum ResponseItem"
+    } else {
+        "struct WrappedItem"
+    };
+    items.as_array()?.iter().enumerate().find_map(|(i, item)| {
+        let why = match item {
+            Value::Object(o) if o.contains_key("type") => return None,
+            Value::Object(_) if tagged_only => "missing field `type`".to_string(),
+            Value::Object(o) => match o.get("item") {
+                None => "missing field `item`".to_string(),
+                Some(Value::Object(w)) if w.contains_key("type") => return None,
+                Some(Value::Object(_)) => "missing field `type`".to_string(),
+                Some(_) => return None,
+            },
+            // The tagged enum names the value; the wrapper struct only its kind.
+            other if tagged_only => format!(
+                "invalid type: {}, expected {expected}",
+                crate::fake::user_config::unexpected(other).unwrap_or_else(|| "null".into())
+            ),
+            Value::String(s) => format!("invalid type: string {s:?}, expected {expected}"),
+            Value::Bool(b) => format!("invalid type: boolean `{b}`, expected {expected}"),
+            Value::Number(_) => format!("invalid type: number, expected {expected}"),
+            Value::Array(_) => format!("invalid type: sequence, expected {expected}"),
+            Value::Null => format!("invalid type: null, expected {expected}"),
+        };
+        Some(format!("items[{i}] is not a valid response item: {why}"))
+    })
+}

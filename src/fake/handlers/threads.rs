@@ -73,6 +73,10 @@ impl H<'_> {
     /// thread from the given items whatever `threadId` says; `path` names the rollout to resume
     /// (relative to `CODEX_HOME`); otherwise the thread is looked up by id.
     pub(super) fn thread_resume(&self, id: &Value, params: &Value) -> Result<(), String> {
+        // Before the id is parsed (fidelity s7070001_0716).
+        if !params["permissions"].is_null() && !params["sandbox"].is_null() {
+            return Err("`permissions` cannot be combined with `sandbox`".into());
+        }
         let given = params["threadId"].as_str().unwrap_or_default();
         let running = lock(&self.fake.loaded).contains(given);
         if let Some(history) = params["history"].as_array() {
@@ -270,6 +274,14 @@ impl H<'_> {
     }
 
     pub(super) fn thread_fork(&self, id: &Value, params: &Value) -> Result<(), String> {
+        // Before the id is parsed (fidelity s7070001_0172).
+        if params["attachToSource"] == true
+            && (params["ephemeral"] == true || params["deferGoalContinuation"] == true)
+        {
+            return Err(
+                "attachToSource cannot be combined with ephemeral or deferGoalContinuation".into(),
+            );
+        }
         // A bad id is a bad "session id" here, as in `thread/resume`.
         let (source, info) =
             self.fake
@@ -277,6 +289,14 @@ impl H<'_> {
         // Nothing is stored before the thread's first persisted change: nothing to fork.
         if !crate::fake::threads::materialized(&info) {
             return Err(format!("no rollout found for thread id {source}"));
+        }
+        // An ephemeral fork of a paginated thread cannot copy its turns (fidelity
+        // s8080001_0101).
+        if params["ephemeral"] == true
+            && params["excludeTurns"] != true
+            && info["historyMode"].as_str() != Some("legacy")
+        {
+            return Err("ephemeral paginated thread/fork requires `excludeTurns: true`".into());
         }
         let thread_id = uuid::Uuid::now_v7().to_string();
         // A fork keeps its source's cwd, approval settings and sandbox setting (a
@@ -748,10 +768,25 @@ impl H<'_> {
 
     pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let archived = params["archived"].as_bool() == Some(true);
+        // An attachment filter excludes the lineage ones, then its id is parsed (fidelity
+        // s7070001_0819).
+        if let Some(attached) = params["attachedToThreadId"].as_str() {
+            if !params["parentThreadId"].is_null() || !params["ancestorThreadId"].is_null() {
+                return Err(
+                    "attachedToThreadId cannot be combined with parentThreadId or \
+                            ancestorThreadId"
+                        .into(),
+                );
+            }
+            crate::fake::threads::check_uuid(attached, "attached thread parent")?;
+        }
         // Sub-agent threads are not modeled: no thread here has a parent.
         let parent = params["parentThreadId"].as_str();
         if let Some(p) = parent {
             crate::fake::threads::check_uuid(p, "parent thread")?;
+        }
+        if let Some(a) = params["ancestorThreadId"].as_str() {
+            crate::fake::threads::check_uuid(a, "ancestor thread")?;
         }
         // The cursors are RFC 3339 times (those this list gives out); anything else is refused.
         if let Some(c) = params["cursor"].as_str() {
@@ -826,7 +861,8 @@ impl H<'_> {
         } else {
             "no archived rollout found for thread id "
         };
-        let (thread_id, info) = self.fake.stored(params, "thread", missing)?;
+        // Both parse a "session id" (fidelity s7070001_0507; probed on 0.171.0).
+        let (thread_id, info) = self.fake.stored(params, "session", missing)?;
         if !archive && lock(&self.fake.loaded).contains(&thread_id) {
             // A loaded thread has its rollout open (codex: the live thread is its writer).
             return Err(format!("thread {thread_id} already has an active writer"));
