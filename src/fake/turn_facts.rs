@@ -43,6 +43,9 @@ pub struct TurnFacts {
     /// `thread/inject_items` takes response items only (no `{"item": …}` wrapper): a refusal
     /// names the tagged enum.
     pub inject_items_tagged_only: bool,
+    /// A goal's first turn carries its objective as a user message only (no `goal_objective`
+    /// tool output before it): one rollout entry fewer.
+    pub goal_objective_message_only: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

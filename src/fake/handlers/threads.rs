@@ -206,7 +206,16 @@ impl H<'_> {
         }
         self.result(id, result);
         self.report_usage(&thread_id, &info);
-        self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        // The thread's goal as it stands, whatever its status; none is announced cleared
+        // (fidelity s7070001_0475: a goal completed before the restart).
+        if info["goal"].is_object() {
+            self.notify(
+                "thread/goal/updated",
+                json!({"threadId": thread_id, "turnId": null, "goal": info["goal"]}),
+            );
+        } else {
+            self.notify("thread/goal/cleared", json!({"threadId": thread_id}));
+        }
         self.warn(&thread_id, warnings);
         Ok(())
     }

@@ -234,7 +234,22 @@ fn play(
         if !first && n == 0 {
             ctx.rollout.add(pending["before"].as_u64().unwrap_or(0));
         }
+        // A goal set on a fresh thread wrote its update and the thread's settings before the
+        // first turn, which carries the objective (a tool output and a user message) after
+        // codex's initial context; each later goal turn carries the continuation prompt (a
+        // user message) after its turn context (0.171.0, fidelity s7070001_0475 and
+        // s7070001_0988; a goal's first turn on a thread with turns is not modeled apart).
+        let goal_opens = goal && first && n == 0;
+        if goal_opens {
+            ctx.rollout.add(2);
+        }
         ctx.rollout.turn_started(first);
+        if goal_opens {
+            let message_only = conn.fake.turn_facts.goal_objective_message_only;
+            ctx.rollout.add(if message_only { 1 } else { 2 });
+        } else if goal {
+            ctx.rollout.add(1);
+        }
         if !first && n == 0 {
             ctx.rollout.add(pending["after"].as_u64().unwrap_or(0));
         }

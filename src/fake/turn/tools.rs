@@ -102,6 +102,9 @@ impl<'a> Ctx<'a> {
                     if let Some(a) = args::<GoalArgs>(&arguments) {
                         self.goal_update(&a.status);
                     }
+                    // Its call, the response's usage record and its output: no item (0.171.0,
+                    // fidelity s7070001_0475).
+                    self.rollout.unkept();
                 }
                 _ => self.dynamic_tool(&call_id, &name, namespace.as_deref(), &arguments, &over),
             },
