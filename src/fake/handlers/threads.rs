@@ -103,7 +103,8 @@ impl H<'_> {
             return Err(format!("no rollout found for thread id {thread_id}"));
         }
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
-        if with_turns {
+        // Only a paginated thread's full history is deprecated (`89_legacy_history_items`).
+        if with_turns && info["historyMode"] != "legacy" {
             self.hydration_notice();
         }
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
@@ -236,8 +237,11 @@ impl H<'_> {
         out.insert("initialTurnsPage".into(), Value::Null);
         // Paging back from the last turn and the last item of the rollout (anchors included).
         let rollout = &info["rollout"];
+        // A legacy history has no rollout positions to page by (`89_legacy_history_items`).
+        let legacy = info["historyMode"] == "legacy";
         let cursor = |ordinal: &Value, kind| {
-            rollout_cursor(thread_id, ordinal.as_u64().filter(|n| *n > 0), true, kind)
+            let ordinal = ordinal.as_u64().filter(|n| *n > 0 && !legacy);
+            rollout_cursor(thread_id, ordinal, true, kind)
         };
         out.insert(
             "turnsBackwardsCursor".into(),
@@ -313,6 +317,8 @@ impl H<'_> {
         // every mode and policy, `fork_sandbox_mode_not_kept`) unless its params say
         // otherwise; model, effort, tier and roots come from the params and the configuration.
         let mut p = params.as_object().cloned().unwrap_or_default();
+        // A fork keeps its source's history mode, whatever its params ask (probed on 0.171.0).
+        p.insert("historyMode".into(), info["historyMode"].clone());
         let absent = |p: &Map<String, Value>, k: &str| p.get(k).is_none_or(Value::is_null);
         for key in ["cwd", "approvalPolicy", "approvalsReviewer"] {
             if absent(&p, key) && !info[key].is_null() {
@@ -347,11 +353,13 @@ impl H<'_> {
             new["sandboxSetting"] = setting;
         }
         new["turns"] = info["turns"].clone();
-        new["preview"] = if self.fake.turn_facts.fork_preview_empty {
-            json!("")
-        } else {
-            info["preview"].clone()
-        };
+        // (0.163.0 empties a paginated fork's preview only: `89_legacy_history_items`)
+        new["preview"] =
+            if self.fake.turn_facts.fork_preview_empty && info["historyMode"] != "legacy" {
+                json!("")
+            } else {
+                info["preview"].clone()
+            };
         new["forkedFromId"] = json!(source);
         // Its source's `daybreakEnabled` too (fork params have none; all three versions), and
         // its name (60_thread_materialized). A fork is stored as it is made.
@@ -366,7 +374,7 @@ impl H<'_> {
             .update(|d| d["threads"][&thread_id] = new.clone());
         lock(&self.fake.loaded).insert(thread_id.clone());
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
-        if with_turns {
+        if with_turns && new["historyMode"] != "legacy" {
             self.hydration_notice();
         }
         // The fork's session start speaks before its result (0.171.0, f31).
@@ -759,14 +767,43 @@ impl H<'_> {
     /// A page of a thread's turns (`thread/turns/list`, `thread/resume`'s `initialTurnsPage`).
     pub(super) fn turns_page(&self, thread_id: &str, info: &Value, params: &Value) -> Value {
         let view = params["itemsView"].as_str().unwrap_or("summary");
+        let info = super::view::legacy_numbered(info);
         let turns: Vec<(u64, &Value)> = info["turns"]
             .as_array()
             .into_iter()
             .flatten()
             .map(|t| (t["rolloutOrdinal"].as_u64().unwrap_or(0), t))
             .collect();
-        let (page, next, back) = page(turns, params, params["sortDirection"] != "asc");
-        let cursor = |o: Option<u64>, include| rollout_cursor(thread_id, o, include, "turns");
+        // A legacy history's cursors name a turn by its id, `{"turnId", "includeAnchor"}`
+        // (0.171.0, `89_legacy_history_items`): read as the turn's position here.
+        let legacy = info["historyMode"] == "legacy";
+        let ordinal_of = |id: &str| turns.iter().find(|(_, t)| t["id"] == id).map(|(o, _)| *o);
+        let id_of = |o: u64| {
+            turns
+                .iter()
+                .find(|(x, _)| *x == o)
+                .map(|(_, t)| t["id"].clone())
+        };
+        let mut params = params.clone();
+        if legacy {
+            let given: Value = params["cursor"]
+                .as_str()
+                .and_then(|c| serde_json::from_str(c).ok())
+                .unwrap_or(Value::Null);
+            if let Some(o) = given["turnId"].as_str().and_then(ordinal_of) {
+                params["cursor"] = json!(json!({"rolloutOrdinal": o,
+                    "includeAnchor": given["includeAnchor"]})
+                .to_string());
+            }
+        }
+        let (page, next, back) = page(turns.clone(), &params, params["sortDirection"] != "asc");
+        let cursor = |o: Option<u64>, include: bool| match (legacy, o.and_then(id_of)) {
+            (true, Some(id)) => {
+                json!(json!({"turnId": id, "includeAnchor": include}).to_string())
+            }
+            (true, None) => Value::Null,
+            (false, _) => rollout_cursor(thread_id, o, include, "turns"),
+        };
         let data: Vec<Value> = page
             .iter()
             .map(|t| self.turn_payload(thread_id, t, view))

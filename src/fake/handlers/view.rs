@@ -79,7 +79,7 @@ impl H<'_> {
             json!({"type": "notLoaded"})
         };
         let turns: Vec<Value> = if with_turns {
-            info["turns"]
+            legacy_numbered(info)["turns"]
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -274,4 +274,38 @@ impl H<'_> {
             );
         }
     }
+}
+
+/// A thread's stored turns as the real server rebuilds a legacy history from its rollout's
+/// events (reads, resumes, forks and turn pages alike; 0.171.0, fidelity s7070001_0017 and
+/// `89_legacy_history_items`): messages and reasoning are numbered `item-1`, `item-2`, … in
+/// the thread's order (reasoning without its raw content), a file change keeps its call's id,
+/// a command is not shown, and no item has times. Other threads keep their items as they are.
+pub(super) fn legacy_numbered(info: &Value) -> std::borrow::Cow<'_, Value> {
+    if info["historyMode"] != "legacy" {
+        return std::borrow::Cow::Borrowed(info);
+    }
+    let mut out = info.clone();
+    let mut n = 0;
+    for turn in out["turns"].as_array_mut().into_iter().flatten() {
+        let Some(items) = turn["items"].as_array_mut() else {
+            continue;
+        };
+        items.retain(|i| i["type"] != "commandExecution");
+        for item in items.iter_mut() {
+            if matches!(
+                item["type"].as_str(),
+                Some("userMessage" | "agentMessage" | "reasoning")
+            ) {
+                n += 1;
+                item["id"] = json!(format!("item-{n}"));
+            }
+            if item["type"] == "reasoning" {
+                item["content"] = json!([]);
+            }
+            item["startedAtMs"] = Value::Null;
+            item["completedAtMs"] = Value::Null;
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
