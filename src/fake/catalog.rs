@@ -135,16 +135,6 @@ pub fn unstable_features(p: &crate::Protocol) -> Vec<String> {
         .collect()
 }
 
-/// Every feature flag the version knows, by name (`schema/<V>/facts/features.json`).
-pub fn feature_names(p: &crate::Protocol) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Feature {
-        name: String,
-    }
-    let list: Vec<Feature> = serde_json::from_str(p.features).unwrap_or_default();
-    list.into_iter().map(|f| f.name).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

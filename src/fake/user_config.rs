@@ -120,7 +120,6 @@ impl Facts {
     pub fn effective(
         &self,
         user: &Map<String, Value>,
-        features: &[String],
         enablement: &Map<String, Value>,
     ) -> Result<Value, String> {
         let mut config = self.defaults.clone();
@@ -139,7 +138,10 @@ impl Facts {
                 {
                     f.shift_insert(0, "network_proxy".into(), Value::Null);
                     for (name, on) in set {
-                        if on.is_boolean() && features.contains(name) {
+                        // Any flag the table sets is read back, a name codex does not know (or
+                        // knows only as a legacy alias) too (fidelity s8080001_0133, _0022;
+                        // probed on 0.169.0 and 0.171.0).
+                        if on.is_boolean() {
                             f.insert(name.clone(), on.clone());
                         }
                     }
@@ -728,27 +730,24 @@ mod tests {
     }
 
     #[test]
-    fn reads_fill_tables_and_drop_unknown_keys() {
+    fn reads_fill_tables_drop_unknown_keys_and_keep_every_flag() {
         let f = facts();
         let t = json!({"foo": {"bar": 1}, "model": "m",
                        "sandbox_workspace_write": {"network_access": true},
                        "features": {"memories": true, "nonexistent": true}});
-        let c = f
-            .effective(t.as_object().unwrap(), &["memories".into()], &Map::new())
-            .unwrap();
+        let c = f.effective(t.as_object().unwrap(), &Map::new()).unwrap();
         assert_eq!(c["model"], "m");
         assert!(c.get("foo").is_none());
         assert_eq!(c["sandbox_workspace_write"]["network_access"], true);
         assert_eq!(c["sandbox_workspace_write"]["writable_roots"], json!([]));
         assert_eq!(c["features"]["memories"], true);
         assert_eq!(c["features"]["network_proxy"], Value::Null);
-        assert!(c["features"].get("nonexistent").is_none());
+        // A flag codex does not list is read back too (s8080001_0133 on 0.169.0).
+        assert_eq!(c["features"]["nonexistent"], true);
         let t = json!({"model_providers": {"s": {"name": "s", "base_url": "http://b",
                                                   "request_max_retries": 0}},
                        "mcp_servers": {"u": {"url": "http://u"}}});
-        let c = f
-            .effective(t.as_object().unwrap(), &[], &Map::new())
-            .unwrap();
+        let c = f.effective(t.as_object().unwrap(), &Map::new()).unwrap();
         assert_eq!(c["model_providers"]["s"]["request_max_retries"], 0);
         assert_eq!(c["model_providers"]["s"]["wire_api"], "responses");
         assert_eq!(c["model_providers"]["s"]["stream_max_retries"], Value::Null);
@@ -756,7 +755,7 @@ mod tests {
         assert!(c["mcp_servers"]["u"].get("args").is_none());
         let t = json!({"model_provider": "nope"});
         assert_eq!(
-            f.effective(t.as_object().unwrap(), &[], &Map::new())
+            f.effective(t.as_object().unwrap(), &Map::new())
                 .unwrap_err(),
             "failed to resolve feature override precedence: Model provider `nope` not found"
         );

@@ -37,13 +37,11 @@ impl H<'_> {
         }
         let table = uc::as_loaded(&self.user_table());
         let flags = uc::flags(&self.fake.overrides);
-        let features = crate::fake::catalog::feature_names(self.fake.protocol);
         let config = self
             .fake
             .config_facts
             .effective(
                 &uc::merged(&table, &flags),
-                &features,
                 &crate::fake::state::lock(&self.fake.enablement),
             )
             .map_err(|m| format!("{INTERNAL_PREFIX}{m}"))?;

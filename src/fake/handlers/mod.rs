@@ -392,7 +392,7 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/realtime/list", |h, id, p| h.realtime_list(id, p)),
     ("thread/revert", |h, _, p| h.revert(p)),
     ("thread/sample", |h, _, p| h.sample(p)),
-    ("turn/settings/update", |h, _, p| h.turn_settings(p)),
+    ("turn/settings/update", |h, id, p| h.turn_settings(id, p)),
     ("userVerification/enroll", |h, id, _| {
         h.user_verification(id, "userVerification/enroll")
     }),

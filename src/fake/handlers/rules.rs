@@ -782,17 +782,32 @@ impl H<'_> {
         self.not_modeled("thread/sample")
     }
 
-    /// `turn/settings/update`: the thread, then the feature that allows it.
-    pub(super) fn turn_settings(&self, p: &Value) -> Result<(), String> {
-        self.fake.loaded_thread(p)?;
-        if !self
+    /// `turn/settings/update`: the thread; then a change of model, effort, summary or tier (or
+    /// of nothing) needs the feature that allows it, while one of only the reviewer or the
+    /// environments does not; then the turn must be the one running, else the target is
+    /// unavailable (fidelity s8080001_0128; probed on 0.163.0, 0.169.0 and 0.171.0).
+    pub(super) fn turn_settings(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let (thread_id, _) = self.fake.loaded_thread(p)?;
+        let switches = ["model", "effort", "summary"]
+            .iter()
+            .any(|k| !p[*k].is_null())
+            || p.get("serviceTier").is_some();
+        let others = !p["approvalsReviewer"].is_null() || !p["environments"].is_null();
+        let allowed = self
             .fake
             .config()
             .features
             .iter()
-            .any(|f| f == "step_model_switching")
-        {
+            .any(|f| f == "step_model_switching");
+        if (switches || !others) && !allowed {
             return Err("turn settings updates require the step_model_switching feature".into());
+        }
+        let running = crate::fake::turn::running()
+            .get(&thread_id)
+            .is_some_and(|c| p["turnId"] == c.turn_id().as_str());
+        if !running {
+            self.result(id, json!({"status": "targetUnavailable"}));
+            return Ok(());
         }
         self.not_modeled("turn/settings/update")
     }
@@ -979,7 +994,11 @@ impl H<'_> {
                 injected_item_error(&p["items"], self.fake.turn_facts.inject_items_tagged_only)
                     .unwrap_or_default()
             }
-            "thread/queue/start" => "queue is empty".into(),
+            // The thread as the other queue methods read it first (fidelity s8080001_0076).
+            "thread/queue/start" => {
+                self.queue_thread(p)?;
+                "queue is empty".into()
+            }
             // An environment is named with the server (fidelity s7070001_0221).
             "mcpServer/oauth/login" => match p["environmentId"].as_str() {
                 Some(env) => format!(
