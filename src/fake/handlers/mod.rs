@@ -393,6 +393,7 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/revert", |h, _, p| h.revert(p)),
     ("thread/sample", |h, _, p| h.sample(p)),
     ("turn/settings/update", |h, id, p| h.turn_settings(id, p)),
+    ("process/spawn", |h, _, p| h.process_spawn(p)),
     ("userVerification/enroll", |h, id, _| {
         h.user_verification(id, "userVerification/enroll")
     }),

@@ -30,6 +30,7 @@ const REFUSED: &str = "refused before it is read: what it names is never started
 const FIXED: &str = "the answer depends on nothing the fake models";
 const UNSUPPORTED: &str = "codex does not support the method yet";
 const NOT_RUN: &str = "checked as codex checks it; a command that passes is not run here";
+const NOT_SPAWNED: &str = "checked as codex checks a spawn; a process that would start is not run";
 const SAVED: &str = "goes into the bundle's contents, which the fake does not write";
 const UPLOADED: &str = "sent with the upload, which never leaves the fake (as the real server \
                         without network, it fails)";
@@ -432,6 +433,21 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         ],
     ),
     (
+        "process/spawn",
+        &[
+            ("command", Read),
+            ("cwd", Read),
+            ("env", Read),
+            ("processHandle", Read),
+            ("tty", Read),
+            ("outputBytesCap", Unmodeled(NOT_SPAWNED)),
+            ("size", Unmodeled(NOT_SPAWNED)),
+            ("streamStdin", Unmodeled(NOT_SPAWNED)),
+            ("streamStdoutStderr", Unmodeled(NOT_SPAWNED)),
+            ("timeoutMs", Unmodeled(NOT_SPAWNED)),
+        ],
+    ),
+    (
         "feedback/save",
         &[
             ("threadId", Read),
@@ -552,10 +568,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ),
     (
         "thread/queue/start",
-        &[
-            ("queuedSubmissionId", Unmodeled(REFUSED)),
-            ("threadId", Unmodeled(REFUSED)),
-        ],
+        &[("queuedSubmissionId", Read), ("threadId", Read)],
     ),
     ("project/read", &[("projectId", Read)]),
     (

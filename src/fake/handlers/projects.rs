@@ -121,10 +121,15 @@ impl H<'_> {
     /// history; an import's threads must be stored ones.
     pub(super) fn project_create(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
         let name = p["name"].as_str().unwrap_or_default().trim().to_string();
+        let key = p["idempotencyKey"].as_str().unwrap_or_default();
+        // A creation checks its key (trimmed) first (fidelity s9090001_0268; probed on
+        // 0.171.0); an import its name.
+        if method == "project/create" && key.trim().is_empty() {
+            return Err(invalid("idempotencyKey must not be empty"));
+        }
         if name.is_empty() {
             return Err(invalid("project name must not be empty"));
         }
-        let key = p["idempotencyKey"].as_str().unwrap_or_default();
         if key.is_empty() {
             return Err(invalid("idempotencyKey must not be empty"));
         }

@@ -678,6 +678,10 @@ impl H<'_> {
         let Ok((_, info)) = self.fake.loaded_thread(p) else {
             return self.not_modeled("thread/realtime/list");
         };
+        // (fidelity s9090001 sessions; probed on 0.171.0)
+        if p["limit"].as_u64().is_some_and(|l| !(1..=500).contains(&l)) {
+            return Err("realtime page size must be between 1 and 500".into());
+        }
         if !p["cursor"].is_null() {
             return Err("invalid realtime cursor".into());
         }
@@ -782,6 +786,52 @@ impl H<'_> {
         self.not_modeled("thread/sample")
     }
 
+    /// `process/spawn`: the command, then the handle, then what the spawn itself would meet, as
+    /// the OS words it (a working directory that is missing or not a directory, a program not
+    /// found where it names or on the `PATH` it runs with); a process that would start is not
+    /// run here (fidelity s9090001_0219; probed on 0.171.0).
+    pub(super) fn process_spawn(&self, p: &Value) -> Result<(), String> {
+        let command = p["command"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let Some(program) = command.first() else {
+            return Err("command must not be empty".into());
+        };
+        if s(p, "processHandle").is_empty() {
+            return Err("processHandle must not be empty".into());
+        }
+        let failed = |why: String| {
+            Err(format!(
+                "{}failed to spawn process: {why}",
+                crate::fake::rpc::INTERNAL_PREFIX
+            ))
+        };
+        let program = program.as_str().unwrap_or_default();
+        if program.is_empty() && p["tty"] != true {
+            return failed("missing program for pipe spawn".into());
+        }
+        let os = |code: i32| std::io::Error::from_raw_os_error(code).to_string();
+        match std::fs::metadata(s(p, "cwd")) {
+            Err(e) => return failed(e.to_string()),
+            Ok(m) if !m.is_dir() => return failed(os(20)),
+            Ok(_) => {}
+        }
+        let found = if program.contains('/') {
+            std::path::Path::new(program).exists()
+        } else {
+            let path = match p["env"]["PATH"].as_str() {
+                Some(given) => given.to_string(),
+                None => std::env::var("PATH").unwrap_or_default(),
+            };
+            std::env::split_paths(&path).any(|d| d.join(program).is_file())
+        };
+        if !found {
+            return failed(os(2));
+        }
+        self.not_modeled("process/spawn")
+    }
+
     /// `turn/settings/update`: the thread; then a change of model, effort, summary or tier (or
     /// of nothing) needs the feature that allows it, while one of only the reviewer or the
     /// environments does not; then the turn must be the one running, else the target is
@@ -830,6 +880,27 @@ impl H<'_> {
     /// `plugin/share/delete`, `plugin/share/checkout`, `plugin/skill/read` and a
     /// `plugin/share/save` that names a remote plugin: the id's shape, then the login.
     pub(super) fn share_by_id(&self, method: &str, p: &Value) -> Result<(), String> {
+        // A save's share settings first: for a new share only, never listed (fidelity
+        // s9090001 sessions; probed on 0.171.0).
+        if method == "plugin/share/save" {
+            if !p["remotePluginId"].is_null()
+                && (!p["discoverability"].is_null() || !p["shareTargets"].is_null())
+            {
+                return Err(
+                    "discoverability and shareTargets are only supported when creating \
+                            a plugin share; use plugin/share/updateTargets to update share \
+                            settings"
+                        .into(),
+                );
+            }
+            if p["discoverability"] == "LISTED" {
+                return Err(
+                    "discoverability LISTED is not supported for plugin/share/save; use \
+                            UNLISTED or PRIVATE"
+                        .into(),
+                );
+            }
+        }
         if method == "plugin/skill/read" {
             // This one says which characters are allowed.
             remote_plugin_id(p).map_err(|e| {
@@ -997,7 +1068,11 @@ impl H<'_> {
             // The thread as the other queue methods read it first (fidelity s8080001_0076).
             "thread/queue/start" => {
                 self.queue_thread(p)?;
-                "queue is empty".into()
+                // A submission named is looked for (fidelity s9090001_0155).
+                match p["queuedSubmissionId"].as_str() {
+                    Some(q) => format!("queued submission not found: {q}"),
+                    None => "queue is empty".into(),
+                }
             }
             // An environment is named with the server (fidelity s7070001_0221).
             "mcpServer/oauth/login" => match p["environmentId"].as_str() {

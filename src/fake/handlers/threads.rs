@@ -760,6 +760,24 @@ impl H<'_> {
                  before first user message"
             ));
         }
+        // A cursor has the shape this list gives out: for this thread, a turn position with its
+        // anchor flag (a legacy history's: a turn id with its flag) (fidelity s9090001_0007;
+        // probed on 0.171.0: a cursor of another thread, scope or with a field missing is
+        // refused).
+        if let Some(c) = params["cursor"].as_str() {
+            let v: Value = serde_json::from_str(c).unwrap_or(Value::Null);
+            let valid = v["includeAnchor"].is_boolean()
+                && if info["historyMode"] == "legacy" {
+                    v["turnId"].is_string()
+                } else {
+                    v["requestedThreadId"] == thread_id.as_str()
+                        && v["rolloutOrdinal"].is_u64()
+                        && v["scope"]["kind"] == "turns"
+                };
+            if !valid {
+                return Err(format!("invalid cursor: {c}"));
+            }
+        }
         self.result(id, self.turns_page(&thread_id, &info, params));
         Ok(())
     }
@@ -814,6 +832,15 @@ impl H<'_> {
 
     pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let archived = params["archived"].as_bool() == Some(true);
+        // The included ids are parsed first, as invalid params (fidelity s9090001_0555).
+        for included in params["includedThreadIds"].as_array().into_iter().flatten() {
+            if let Err(e) = crate::fake::threads::check_uuid(
+                included.as_str().unwrap_or_default(),
+                "included thread",
+            ) {
+                return Err(format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX));
+            }
+        }
         // An attachment filter excludes the lineage ones, then its id is parsed (fidelity
         // s7070001_0819).
         if let Some(attached) = params["attachedToThreadId"].as_str() {
