@@ -35,6 +35,18 @@ const SAVED: &str = "goes into the bundle's contents, which the fake does not wr
 const UPLOADED: &str = "sent with the upload, which never leaves the fake (as the real server \
                         without network, it fails)";
 const SEARCHED: &str = "shapes a search the fake does not run (its result is the recorded one)";
+/// `thread/search` and `thread/search/stream` take the same params.
+const SEARCH_FIELDS: &[(&str, Field)] = &[
+    ("searchTerm", Read),
+    ("cursor", Read),
+    ("limit", Unmodeled(SEARCHED)),
+    ("archived", Unmodeled(SEARCHED)),
+    ("currentAccountOnly", Unmodeled(SEARCHED)),
+    ("includeAttachedThreads", Unmodeled(SEARCHED)),
+    ("sortDirection", Unmodeled(SEARCHED)),
+    ("sortKey", Unmodeled(SEARCHED)),
+    ("sourceKinds", Unmodeled(SEARCHED)),
+];
 const NOT_KEPT: &str = "the thread is checked; what it would do there is not modeled";
 
 /// Per method the fake implements by rule (`handlers::dispatch`), each params field of any
@@ -1109,34 +1121,8 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ("modelProvider/config/write", &[("settings", Read)]),
     ("modelProvider/list", &[]),
     ("account/gatewayOAuth/read", &[("modelProvider", Read)]),
-    (
-        "thread/search",
-        &[
-            ("searchTerm", Read),
-            ("cursor", Read),
-            ("limit", Unmodeled(SEARCHED)),
-            ("archived", Unmodeled(SEARCHED)),
-            ("currentAccountOnly", Unmodeled(SEARCHED)),
-            ("includeAttachedThreads", Unmodeled(SEARCHED)),
-            ("sortDirection", Unmodeled(SEARCHED)),
-            ("sortKey", Unmodeled(SEARCHED)),
-            ("sourceKinds", Unmodeled(SEARCHED)),
-        ],
-    ),
-    (
-        "thread/search/stream",
-        &[
-            ("searchTerm", Read),
-            ("cursor", Read),
-            ("limit", Unmodeled(SEARCHED)),
-            ("archived", Unmodeled(SEARCHED)),
-            ("currentAccountOnly", Unmodeled(SEARCHED)),
-            ("includeAttachedThreads", Unmodeled(SEARCHED)),
-            ("sortDirection", Unmodeled(SEARCHED)),
-            ("sortKey", Unmodeled(SEARCHED)),
-            ("sourceKinds", Unmodeled(SEARCHED)),
-        ],
-    ),
+    ("thread/search", SEARCH_FIELDS),
+    ("thread/search/stream", SEARCH_FIELDS),
     (
         "thread/searchOccurrences",
         &[
