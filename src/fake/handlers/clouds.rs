@@ -115,21 +115,30 @@ impl H<'_> {
         let flags = uc::flags(&self.fake.overrides);
         let held = flags.get("model_provider").filter(|v| *v != provider);
         let Some(held) = held else { return false };
-        let message = if old_words {
-            format!(
-                "Amazon Bedrock login cannot select `{provider}` because session-flags sets \
-                 `model_provider` to {held}"
-            )
-        } else {
-            let mut user = Map::new();
-            user.insert("model_provider".into(), json!(provider));
-            if uc::overridden(&user, &flags, &[vec!["model_provider".into()]]).is_none() {
-                return false;
-            }
-            "Cannot configure `model_provider`: Overridden by session flags".into()
-        };
-        let data = (!old_words).then(|| json!({"config_write_error_code": uc::READONLY}));
-        self.refuse(id, data, message);
+        if old_words {
+            self.refuse(
+                id,
+                None,
+                format!(
+                    "Amazon Bedrock login cannot select `{provider}` because session-flags sets \
+                     `model_provider` to {held}"
+                ),
+            );
+            return true;
+        }
+        let mut user = Map::new();
+        user.insert("model_provider".into(), json!(provider));
+        if uc::overridden(&user, &flags, &[vec!["model_provider".into()]]).is_none() {
+            return false;
+        }
+        // The config write's own refusal, in its one wire form.
+        self.config_written(
+            id,
+            Err(uc::refusal(
+                uc::READONLY,
+                "Cannot configure `model_provider`: Overridden by session flags",
+            )),
+        );
         true
     }
 

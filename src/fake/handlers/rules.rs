@@ -279,26 +279,23 @@ impl H<'_> {
             return Err("existingCall transport does not support prompt".into());
         }
         let (thread_id, _) = self.fake.loaded_thread(p)?;
-        if existing_call {
+        // Accepted, then failed: a text session on an existing call needs realtime v2, any
+        // other an API key (what either would do once running is not modeled).
+        let message = if existing_call {
             if p["outputModality"] != "text" {
                 return self.not_modeled("thread/realtime/start");
             }
-            self.result(id, json!({}));
-            self.notify(
-                "thread/realtime/error",
-                json!({"threadId": thread_id,
-                       "message": "text realtime output modality requires realtime v2"}),
-            );
-            return Ok(());
-        }
-        if self.has_api_key() {
-            return self.not_modeled("thread/realtime/start");
-        }
+            "text realtime output modality requires realtime v2"
+        } else {
+            if self.has_api_key() {
+                return self.not_modeled("thread/realtime/start");
+            }
+            "realtime conversation requires API key auth"
+        };
         self.result(id, json!({}));
         self.notify(
             "thread/realtime/error",
-            json!({"threadId": thread_id,
-                   "message": "realtime conversation requires API key auth"}),
+            json!({"threadId": thread_id, "message": message}),
         );
         Ok(())
     }
