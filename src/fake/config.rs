@@ -348,6 +348,11 @@ impl Config {
         }
     }
 
+    /// Whether the configuration defines permission profiles of its own (`[permissions]`).
+    pub fn has_permissions_table(&self) -> bool {
+        self.table.contains_key("permissions")
+    }
+
     /// The `[model_providers]` the configuration defines, by id (codex's built-in `openai`
     /// aside).
     pub fn custom_providers(&self) -> Vec<(&str, &toml::Table)> {

@@ -65,7 +65,7 @@ enum Sandbox {
 }
 
 /// A built-in permission profile's sandbox mode.
-fn profile_mode(id: &str) -> Result<&'static str, String> {
+pub(crate) fn profile_mode(id: &str) -> Result<&'static str, String> {
     match id {
         ":read-only" => Ok("read-only"),
         ":workspace" => Ok("workspace-write"),

@@ -46,6 +46,10 @@ pub struct TurnFacts {
     /// A goal's first turn carries its objective as a user message only (no `goal_objective`
     /// tool output before it): one rollout entry fewer.
     pub goal_objective_message_only: bool,
+    /// Where codex's sandbox helper panics when it cannot exec a `command/exec` program
+    /// (`linux-sandbox/src/linux_run_main.rs:L:C`, read off a recording): the command's stderr
+    /// names it.
+    pub sandbox_helper_panic_at: Option<String>,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

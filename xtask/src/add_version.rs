@@ -251,6 +251,17 @@ fn instructions(recordings: &[String], mode: &str) -> Option<String> {
     })
 }
 
+/// Where codex's sandbox helper panics when a `command/exec` program cannot be executed
+/// (`linux-sandbox/src/…:L:C`), as a recording's `stderr` shows it (JSON-escaped in the line).
+fn helper_panic_at(recordings: &[String]) -> Option<String> {
+    const MARK: &str = "panicked at linux-sandbox/";
+    recordings.iter().find_map(|text| {
+        let from = text.find(MARK)? + "panicked at ".len();
+        let rest = &text[from..];
+        Some(rest[..rest.find(":\\n")?].to_string())
+    })
+}
+
 /// Replays `cases` on the fake (as `version`, playing by `facts`) against the recordings:
 /// the names that differ.
 fn differing(
@@ -336,6 +347,10 @@ fn derive_facts(version: &str) -> Result<(), String> {
             println!("   {key}: read off the recordings ({} bytes)", text.len());
             facts.insert(key.into(), Value::String(text));
         }
+    }
+    if let Some(at) = helper_panic_at(&texts) {
+        println!("   sandbox_helper_panic_at: read off the recordings ({at})");
+        facts.insert("sandbox_helper_panic_at".into(), Value::String(at));
     }
     let mut failing = differing(version, &facts, &cases, &bin, &dir)?;
     println!(
@@ -480,4 +495,17 @@ fn method_table() -> Result<(), String> {
         .success()
         .then_some(())
         .ok_or_else(|| format!("CODEX_WIRE_BLESS=1 cargo test --test method_table: {status}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_helper_panic_location_is_read_off_an_escaped_stderr() {
+        let line = r#"{"msg":{"id":3,"result":{"exitCode":101,"stderr":"\nthread 'main' (2) panicked at linux-sandbox/src/linux_run_main.rs:1199:5:\nFailed to execvp x"}}}"#;
+        assert_eq!(
+            super::helper_panic_at(&["{}".into(), line.into()]).as_deref(),
+            Some("linux-sandbox/src/linux_run_main.rs:1199:5")
+        );
+        assert_eq!(super::helper_panic_at(&["no panic here".into()]), None);
+    }
 }

@@ -8,6 +8,7 @@
 mod account;
 mod clouds;
 mod config_rw;
+mod exec;
 mod fs;
 mod imports;
 mod params;
@@ -297,7 +298,7 @@ const RULES: &[(&str, Handler)] = &[
         h.fixed(id, "permissionProfile/list", p)
     }),
     ("hooks/list", |h, id, p| h.fixed(id, "hooks/list", p)),
-    ("command/exec", |h, _, p| h.command_exec(p)),
+    ("command/exec", |h, id, p| h.command_exec(id, p)),
     ("thread/backgroundTerminals/terminate", |h, id, p| {
         h.terminate_background(id, p)
     }),

@@ -281,10 +281,17 @@ impl H<'_> {
             }
         }
         let mut x = all.projects.remove(at);
-        x.updated_at = now_secs();
         let to = before
             .and_then(|b| all.projects.iter().position(|y| y.id == b))
             .unwrap_or(all.projects.len());
+        // A move that leaves the order as it was changes nothing and says nothing (the last
+        // project moved to the end, one moved before its own successor: fidelity
+        // s11110001_0133, probed on 0.171.0).
+        if to == at {
+            self.result(id, json!({}));
+            return Ok(());
+        }
+        x.updated_at = now_secs();
         all.projects.insert(to, x);
         for (i, y) in all.projects.iter_mut().enumerate() {
             y.position = i as i64;

@@ -142,8 +142,8 @@ impl H<'_> {
     }
 
     /// `command/exec`: what codex refuses before running anything, in its order (app-server
-    /// `command_exec`); a command that would run is not modeled.
-    pub(super) fn command_exec(&self, p: &Value) -> Result<(), String> {
+    /// `command_exec`); a command that passes runs in `exec.rs`.
+    pub(super) fn command_exec_refusals(&self, p: &Value) -> Result<(), String> {
         let set = |k: &str| !p[k].is_null();
         let on = |k: &str| p[k] == true;
         if p["command"].as_array().is_some_and(Vec::is_empty) {
@@ -176,7 +176,7 @@ impl H<'_> {
                 "command/exec tty or streaming requires a client-supplied processId".into(),
             );
         }
-        self.not_modeled("command/exec")
+        Ok(())
     }
 
     /// `thread/backgroundTerminals/terminate`: the process id is read as an `i32` before the
@@ -797,6 +797,19 @@ impl H<'_> {
         };
         if s(p, "processHandle").is_empty() {
             return Err("processHandle must not be empty".into());
+        }
+        // Then the terminal size (fidelity s11110001_0134; probed on 0.171.0).
+        if !p["size"].is_null() {
+            if p["tty"] != true {
+                return Err(invalid("process/spawn size requires tty: true"));
+            }
+            if !sized(p) {
+                return Err(invalid("process size rows and cols must be greater than 0"));
+            }
+        }
+        // A terminal's spawn fails in its own words (portable-pty's PATH search).
+        if p["tty"] == true {
+            return self.not_modeled("process/spawn");
         }
         let failed = |why: String| {
             Err(format!(

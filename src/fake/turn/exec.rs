@@ -76,6 +76,7 @@ pub(super) fn run_command(
         .arg(command)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null());
+    signals_as_codex_gives_them(&mut cmd);
     match writer.try_clone() {
         Ok(w2) => {
             cmd.stdout(writer).stderr(w2);
@@ -117,13 +118,7 @@ pub(super) fn run_command(
         }
     }
     let code = match child.wait() {
-        Ok(st) => st
-            .code()
-            .map(i64::from)
-            .or_else(|| {
-                std::os::unix::process::ExitStatusExt::signal(&st).map(|s| 128 + i64::from(s))
-            })
-            .unwrap_or(-1),
+        Ok(st) => exit_code(st),
         Err(_) => -1,
     };
     Ran {
@@ -134,5 +129,35 @@ pub(super) fn run_command(
             json!(capped(&out))
         },
         code,
+    }
+}
+
+/// An exit status as codex reports it: the code, or 128 + the signal that ended it.
+pub fn exit_code(st: std::process::ExitStatus) -> i64 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code()
+        .map(i64::from)
+        .or_else(|| st.signal().map(|s| 128 + i64::from(s)))
+        .unwrap_or(-1)
+}
+
+/// A program the fake starts meets the signals codex's would: none blocked and the usual ones
+/// at their defaults. The fake blocks HUP, INT and TERM in every thread for its own `sigwait`
+/// (`process.rs`), an ignored disposition may come from whoever started the fake, and both
+/// survive exec (`kill -TERM $$` in a command then did nothing; codex's ends with 143).
+pub fn signals_as_codex_gives_them(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sigprocmask(2) and signal(2) only, between fork and exec: async-signal-safe, no
+    // parent memory touched.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
     }
 }

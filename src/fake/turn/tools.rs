@@ -966,14 +966,11 @@ fn grandchild(conn: &Conn) {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: setsid and sigprocmask are async-signal-safe and touch no parent memory. The
-    // fake blocks SIGTERM for its sigwait thread; the grandchild must not inherit that.
+    super::signals_as_codex_gives_them(&mut cmd);
+    // SAFETY: setsid is async-signal-safe and touches no parent memory.
     unsafe {
         cmd.pre_exec(|| {
             libc::setsid();
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
             Ok(())
         });
     }
