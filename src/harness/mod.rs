@@ -211,6 +211,47 @@ fn matches_trigger(trigger: &str, msg: &Value) -> bool {
     msg["method"] == method && item.is_none_or(|i| msg["params"]["item"]["type"] == i)
 }
 
+/// The protected paths codex's sandbox helper mounts over in each writable root.
+const SANDBOX_MOUNT_POINTS: [&str; 3] = [".git", ".codex", ".agents"];
+
+/// Removes the empty mount points codex's sandbox helper left above `root`. Under
+/// `workspace-write` `/tmp` is a writable root; the helper creates `.git`, `.codex` and `.agents`
+/// there to mount over, and a command killed mid-run (a `command/exec` deadline, seen on
+/// 0.171.0) leaves them. An empty `/tmp/.git` then makes codex take `/tmp` for a repository:
+/// every later run's `turn/diff/updated` names paths from `/tmp`, which differ between runs.
+/// Only in the system's temp directory, when `root` is under it, and only empty directories
+/// (`remove_dir` refuses any other).
+pub fn clear_sandbox_leftovers(root: &Path) {
+    clear_leftovers_in(&std::env::temp_dir(), root);
+}
+
+fn clear_leftovers_in(tmp: &Path, root: &Path) {
+    if root.starts_with(tmp) && root != tmp {
+        for name in SANDBOX_MOUNT_POINTS {
+            let _ = std::fs::remove_dir(tmp.join(name));
+        }
+    }
+}
+
+#[cfg(test)]
+mod leftover_tests {
+    /// Empty mount points above a run go; a non-empty one, and any outside the temp dir, stay.
+    #[test]
+    fn only_empty_mount_points_in_the_temp_dir_go() {
+        let tmp = std::env::temp_dir().join(format!("cw-leftovers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        for d in [".git", ".codex", ".agents/skills"] {
+            std::fs::create_dir_all(tmp.join(d)).expect("mkdir");
+        }
+        super::clear_leftovers_in(&tmp, std::path::Path::new("/elsewhere/run"));
+        assert!(tmp.join(".git").is_dir(), "a root outside the temp dir clears nothing");
+        super::clear_leftovers_in(&tmp, &tmp.join("codex-wire-turns/case"));
+        assert!(!tmp.join(".git").exists() && !tmp.join(".codex").exists());
+        assert!(tmp.join(".agents/skills").is_dir(), "a non-empty one stays");
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+}
+
 /// Runs `case` against `server` under `root` (created fresh); returns the transcript's path.
 pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String> {
     let (path, error) = run_outcome(case, server, root)?;
@@ -227,6 +268,7 @@ pub fn run_outcome(
     root: &Path,
 ) -> Result<(PathBuf, Option<String>), String> {
     let _ = std::fs::remove_dir_all(root);
+    clear_sandbox_leftovers(root);
     for p in &case.cleanup {
         let _ = std::fs::remove_file(p);
     }
