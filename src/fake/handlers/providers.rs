@@ -1,7 +1,7 @@
 //! `modelProvider/config/write` for custom gateways: codex's checks in its order, a new
 //! provider's id made from its name, a patch of an existing one, written to the user layer as
-//! codex writes it (probed on 0.171.0; 76_model_provider_write). Bedrock and GCP settings need
-//! their clouds and are not modeled.
+//! codex writes it (probed on 0.171.0; 76_model_provider_write); a Bedrock provider's AWS
+//! profile and region. GCP settings are not modeled.
 
 use super::H;
 use crate::fake::user_config::{self as uc, WriteError};
@@ -16,6 +16,17 @@ const BAD_URL: &str = "Enter an HTTP(S) base URL without credentials, a query, o
 const BUILT_IN: &str = "A custom provider or gateway cannot use a built-in provider ID.";
 const RESERVED: &str =
     "This name is reserved for a built-in provider. Enter a different custom provider name.";
+
+const EMPTY: &str = "Configuration values must not be empty; use null to clear a field.";
+
+/// codex's names of its Bedrock providers.
+fn bedrock_name(id: &str) -> &'static str {
+    if id == "amazon-bedrock-runtime" {
+        "Amazon Bedrock Runtime"
+    } else {
+        "Amazon Bedrock Mantle"
+    }
+}
 
 /// A base URL codex accepts: http(s), a host, no credentials, query or fragment.
 fn url_ok(raw: &str) -> bool {
@@ -71,12 +82,52 @@ fn summary(id: &str, t: &Map<String, Value>) -> Value {
 impl H<'_> {
     pub(super) fn provider_write(&self, id: &Value, p: &Value) -> Result<(), String> {
         let s = &p["settings"];
-        if s["type"] != "customGateway" {
-            return self.not_modeled("modelProvider/config/write");
-        }
-        let written = self.write_gateway(s);
+        let written = match s["type"].as_str() {
+            Some("customGateway") => self.write_gateway(s),
+            Some("bedrock") => self.write_bedrock(s),
+            _ => return self.not_modeled("modelProvider/config/write"),
+        };
         self.config_written(id, written);
         Ok(())
+    }
+
+    /// A Bedrock provider's AWS profile and region, patched into
+    /// `[model_providers.<id>.aws]` (null clears a field, empty is refused); the answer shows
+    /// them as they stand. No cloud is asked (fidelity s11110001_0033; probed on 0.171.0).
+    fn write_bedrock(&self, s: &Value) -> Result<Value, WriteError> {
+        const FIELDS: [&str; 2] = ["profile", "region"];
+        if FIELDS.iter().any(|f| s[*f] == "") {
+            return Err(uc::refusal(uc::VALIDATION, EMPTY));
+        }
+        // The id is one of codex's two Bedrock providers (serde refused any other).
+        let pid = s["providerId"].as_str().unwrap_or_default();
+        let mut table = self.user_table();
+        let all = table.entry("model_providers").or_insert_with(|| json!({}));
+        if !all.is_object() {
+            *all = json!({});
+        }
+        let mut aws = all[pid]["aws"].as_object().cloned().unwrap_or_default();
+        for f in FIELDS {
+            match s.get(f) {
+                Some(Value::String(v)) => {
+                    aws.insert(f.into(), json!(v));
+                }
+                Some(Value::Null) => {
+                    aws.remove(f);
+                }
+                _ => {}
+            }
+        }
+        let shown = |f: &str| aws.get(f).cloned().unwrap_or(Value::Null);
+        let answer = json!({"provider": {"id": pid, "name": bedrock_name(pid), "canEdit": true,
+                            "baseUrl": null, "settings": {"type": "bedrock",
+                            "profile": shown("profile"), "region": shown("region")}}});
+        if !all[pid].is_object() {
+            all[pid] = json!({});
+        }
+        all[pid]["aws"] = Value::Object(aws);
+        let _ = std::fs::write(self.user_file(), uc::to_toml(&table));
+        Ok(answer)
     }
 
     fn write_gateway(&self, s: &Value) -> Result<Value, WriteError> {

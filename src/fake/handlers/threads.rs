@@ -832,13 +832,18 @@ impl H<'_> {
 
     pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let archived = params["archived"].as_bool() == Some(true);
-        // The included ids are parsed first, as invalid params (fidelity s9090001_0555).
-        for included in params["includedThreadIds"].as_array().into_iter().flatten() {
-            if let Err(e) = crate::fake::threads::check_uuid(
-                included.as_str().unwrap_or_default(),
-                "included thread",
-            ) {
-                return Err(format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX));
+        // The included ids are parsed first, then the excluded ones, as invalid params (fidelity
+        // s9090001_0555, s11110001_0236; probed on 0.171.0).
+        for (key, what) in [
+            ("includedThreadIds", "included thread"),
+            ("excludedThreadIds", "excluded thread"),
+        ] {
+            for listed in params[key].as_array().into_iter().flatten() {
+                if let Err(e) =
+                    crate::fake::threads::check_uuid(listed.as_str().unwrap_or_default(), what)
+                {
+                    return Err(format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX));
+                }
             }
         }
         // An attachment filter excludes the lineage ones, then its id is parsed (fidelity
