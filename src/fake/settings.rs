@@ -353,6 +353,10 @@ pub fn for_start(
         .map_or_else(|| cfg.provider.clone(), str::to_string);
     let (service_tier, tier_warning) =
         catalog.service_tier(params.get("serviceTier"), &cfg, &model);
+    // The thread keeps the tier its requests carry: a configured one its model does not
+    // advertise is dropped (warned about), so a turn's `fast` then changes it (fidelity
+    // s11110001_0120; probed on 0.171.0).
+    let service_tier = catalog.served_tier(&service_tier, &model);
     let setting = match &sandbox {
         Sandbox::Default => Value::Null,
         Sandbox::Mode(m) => json!(format!("mode:{m}")),

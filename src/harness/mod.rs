@@ -233,25 +233,6 @@ fn clear_leftovers_in(tmp: &Path, root: &Path) {
     }
 }
 
-#[cfg(test)]
-mod leftover_tests {
-    /// Empty mount points above a run go; a non-empty one, and any outside the temp dir, stay.
-    #[test]
-    fn only_empty_mount_points_in_the_temp_dir_go() {
-        let tmp = std::env::temp_dir().join(format!("cw-leftovers-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        for d in [".git", ".codex", ".agents/skills"] {
-            std::fs::create_dir_all(tmp.join(d)).expect("mkdir");
-        }
-        super::clear_leftovers_in(&tmp, std::path::Path::new("/elsewhere/run"));
-        assert!(tmp.join(".git").is_dir(), "a root outside the temp dir clears nothing");
-        super::clear_leftovers_in(&tmp, &tmp.join("codex-wire-turns/case"));
-        assert!(!tmp.join(".git").exists() && !tmp.join(".codex").exists());
-        assert!(tmp.join(".agents/skills").is_dir(), "a non-empty one stays");
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-}
-
 /// Runs `case` against `server` under `root` (created fresh); returns the transcript's path.
 pub fn run(case: &Case, server: &Server, root: &Path) -> Result<PathBuf, String> {
     let (path, error) = run_outcome(case, server, root)?;
@@ -505,4 +486,26 @@ pub fn run_parallel<T: Sync, R: Send>(
                 .expect("every item ran")
         })
         .collect()
+}
+
+#[cfg(test)]
+mod leftover_tests {
+    /// Empty mount points above a run go; a non-empty one, and any outside the temp dir, stay.
+    #[test]
+    fn only_empty_mount_points_in_the_temp_dir_go() {
+        let tmp = std::env::temp_dir().join(format!("cw-leftovers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        for d in [".git", ".codex", ".agents/skills"] {
+            std::fs::create_dir_all(tmp.join(d)).expect("mkdir");
+        }
+        super::clear_leftovers_in(&tmp, std::path::Path::new("/elsewhere/run"));
+        assert!(
+            tmp.join(".git").is_dir(),
+            "a root outside the temp dir clears nothing"
+        );
+        super::clear_leftovers_in(&tmp, &tmp.join("codex-wire-turns/case"));
+        assert!(!tmp.join(".git").exists() && !tmp.join(".codex").exists());
+        assert!(tmp.join(".agents/skills").is_dir(), "a non-empty one stays");
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
 }
