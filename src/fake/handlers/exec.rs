@@ -163,11 +163,17 @@ impl H<'_> {
                     .as_deref()
                     .unwrap_or(HELPER_PANIC_AT);
                 let stderr = helper_panic(at, program, &e);
-                self.result(
-                    id,
-                    json!({"exitCode": HELPER_PANIC_EXIT_CODE, "stdout": "",
-                           "stderr": text(stderr.as_bytes(), cap)}),
-                );
+                let result = json!({"exitCode": HELPER_PANIC_EXIT_CODE, "stdout": "",
+                                    "stderr": text(stderr.as_bytes(), cap)});
+                // The helper fails once its sandbox is set up: the answer comes that much later
+                // (a Windows sandbox setup's failure, 7-11 ms after its own answer, came first:
+                // fidelity s12120001 on 0.163.0).
+                let conn = Arc::clone(self.c);
+                let id = id.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(HELPER_START);
+                    conn.result(&id, result);
+                });
                 return Ok(());
             }
             Err(e) => return Err(internal(format!("failed to spawn command: {e}"))),
