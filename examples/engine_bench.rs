@@ -1,6 +1,7 @@
 //! Engine cost per line beside serde_json parses into `IgnoredAny` (the floor) and `Value`, on
 //! generated client traffic: `cargo run --release --example engine_bench [LINES [MIX]]`, MIX one
-//! of `session` (default), `all-method`, `all-invalid`. (The full validate benchmark with
+//! of `session` (default), `all-method`, `all-invalid`; a third argument `dump` writes the lines
+//! to standard output instead. (The full validate benchmark with
 //! jsonschema and RSS is `cargo bench --bench validate`.)
 
 use std::time::Instant;
@@ -19,6 +20,13 @@ fn main() {
         _ => traffic::generate(n, 42, &mut buf),
     }
     .unwrap();
+    // `engine_bench N MIX dump`: the generated lines to standard output (an input for
+    // `perf stat` or callgrind on the whole `validate` process).
+    if std::env::args().nth(3).as_deref() == Some("dump") {
+        use std::io::Write;
+        std::io::stdout().write_all(&buf).unwrap();
+        return;
+    }
     let lines: Vec<&[u8]> = buf
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())

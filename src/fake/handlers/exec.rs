@@ -107,13 +107,8 @@ impl H<'_> {
         };
         // The sandbox helper is spawned in the working directory: a missing one fails the
         // spawn either way.
-        match std::fs::metadata(&cwd) {
-            Err(e) => return Err(internal(format!("failed to spawn command: {e}"))),
-            Ok(m) if !m.is_dir() => {
-                let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
-                return Err(internal(format!("failed to spawn command: {e}")));
-            }
-            Ok(_) => {}
+        if let Some(e) = turn::spawn_dir_error(&cwd) {
+            return Err(internal(format!("failed to spawn command: {e}")));
         }
         let cap = match p["outputBytesCap"].as_u64() {
             _ if on("disableOutputCap") => usize::MAX,

@@ -821,11 +821,8 @@ impl H<'_> {
         if program.is_empty() && p["tty"] != true {
             return failed("missing program for pipe spawn".into());
         }
-        let os = |code: i32| std::io::Error::from_raw_os_error(code).to_string();
-        match std::fs::metadata(s(p, "cwd")) {
-            Err(e) => return failed(e.to_string()),
-            Ok(m) if !m.is_dir() => return failed(os(20)),
-            Ok(_) => {}
+        if let Some(e) = crate::fake::turn::spawn_dir_error(s(p, "cwd")) {
+            return failed(e.to_string());
         }
         let found = if program.contains('/') {
             std::path::Path::new(program).exists()
@@ -837,7 +834,7 @@ impl H<'_> {
             std::env::split_paths(&path).any(|d| d.join(program).is_file())
         };
         if !found {
-            return failed(os(2));
+            return failed(std::io::Error::from_raw_os_error(libc::ENOENT).to_string());
         }
         self.not_modeled("process/spawn")
     }

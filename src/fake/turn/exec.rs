@@ -141,6 +141,16 @@ pub fn exit_code(st: std::process::ExitStatus) -> i64 {
         .unwrap_or(-1)
 }
 
+/// What spawning a program in `dir` fails with before the program is looked at, as the OS
+/// says it: a missing directory (`NotFound`), or a file in its place (`ENOTDIR`).
+pub fn spawn_dir_error(dir: &str) -> Option<std::io::Error> {
+    match std::fs::metadata(dir) {
+        Err(e) => Some(e),
+        Ok(m) if !m.is_dir() => Some(std::io::Error::from_raw_os_error(libc::ENOTDIR)),
+        Ok(_) => None,
+    }
+}
+
 /// A program the fake starts meets the signals codex's would: none blocked and the usual ones
 /// at their defaults. The fake blocks HUP, INT and TERM in every thread for its own `sigwait`
 /// (`process.rs`), an ignored disposition may come from whoever started the fake, and both

@@ -27,7 +27,7 @@ mod tools;
 
 use ctl::End;
 pub use ctl::{running, TurnCtl};
-pub use exec::{exit_code, signals_as_codex_gives_them};
+pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
 
