@@ -50,6 +50,11 @@ pub struct TurnFacts {
     /// (`linux-sandbox/src/linux_run_main.rs:L:C`, read off a recording): the command's stderr
     /// names it.
     pub sandbox_helper_panic_at: Option<String>,
+    /// `fuzzyFileSearch` scores an entry's path only (no rank for a name that matches or
+    /// equals the query).
+    pub file_search_path_score_only: bool,
+    /// `fuzzyFileSearch` lists an entry under two overlapping roots once for each.
+    pub file_search_overlapping_roots_twice: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -412,11 +412,19 @@ fn derive_facts(version: &str) -> Result<(), String> {
             None => unexplained.push(name.clone()),
         }
     }
-    if !unexplained.is_empty() {
-        // The real server has races of its own (docs/turns.md): a recording can catch one that
-        // no other run shows. Each scenario left is recorded once more; one the fake then
-        // plays as recorded was that.
-        println!("   recording {unexplained:?} once more (a real server's race shows once)");
+    // The real server has races of its own (docs/turns.md): a recording can catch the outcome
+    // the fake does not play. Each scenario left is recorded again, up to `RACE_RETRIES` times;
+    // one the fake then plays as recorded was that. `28d_goal_charged_before_update` loses its
+    // race about 1 run in 6 on 0.171.0 (0 of 8 on 0.168.0): one retry left 1 CI run in 36 red
+    // (it happened), four leave about 1 in 7,800.
+    for attempt in 1..=RACE_RETRIES {
+        if unexplained.is_empty() {
+            break;
+        }
+        println!(
+            "   recording {unexplained:?} again ({attempt} of {RACE_RETRIES}: a real server's \
+             race shows in some runs)"
+        );
         crate::turns::record(version, &unexplained)?;
         let again: Vec<harness::Case> = cases
             .iter()
@@ -455,6 +463,9 @@ fn derive_facts(version: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// How many times a scenario the fake does not play as recorded is recorded again.
+const RACE_RETRIES: usize = 4;
 
 /// The line for `name` when every other supported version lists it, with the same reason.
 fn shared_reason(version: &str, name: &str) -> Result<Option<String>, String> {

@@ -9,6 +9,7 @@ mod account;
 mod clouds;
 mod config_rw;
 mod exec;
+mod file_search;
 mod fs;
 mod imports;
 mod params;
@@ -299,6 +300,7 @@ const RULES: &[(&str, Handler)] = &[
     }),
     ("hooks/list", |h, id, p| h.fixed(id, "hooks/list", p)),
     ("command/exec", |h, id, p| h.command_exec(id, p)),
+    ("fuzzyFileSearch", |h, id, p| h.fuzzy_file_search(id, p)),
     ("thread/backgroundTerminals/terminate", |h, id, p| {
         h.terminate_background(id, p)
     }),
