@@ -415,7 +415,7 @@ fn derive_facts(version: &str) -> Result<(), String> {
     // The real server has races of its own (docs/turns.md): a recording can catch the outcome
     // the fake does not play. Each scenario left is recorded again, up to `RACE_RETRIES` times;
     // one the fake then plays as recorded was that. `28d_goal_charged_before_update` loses its
-    // race about 1 run in 6 on 0.171.0 (0 of 8 on 0.168.0): one retry left 1 CI run in 36 red
+    // race about 1 run in 6 on 0.171.0 (1 in 13 on 0.168.0): one retry left 1 CI run in 36 red
     // (it happened), four leave about 1 in 7,800.
     for attempt in 1..=RACE_RETRIES {
         if unexplained.is_empty() {
