@@ -462,6 +462,12 @@ fn check_raw(
     }
 }
 
+/// Checked batches' records are written this many bytes at a time, in one `writev`: a batch's
+/// ~100 KB written alone cost a one-core run ~4 % more (40 MB of verdicts into a fresh ext4
+/// file: 14.6 ms in 150 KB writes, 10.0–10.4 ms in writes of 0.5–2 MiB, best of 8; the page
+/// cache takes a large write in large folios). Gathered, not copied: the buffers wait.
+const GATHER: usize = 1 << 20;
+
 /// In-order bookkeeping shared by the sequential and parallel raw paths.
 struct Collector<'a, W: Write + ?Sized> {
     state: Prime,
@@ -471,10 +477,24 @@ struct Collector<'a, W: Write + ?Sized> {
     spare: &'a Spare,
     /// For batches checked again.
     primed: Primed,
+    /// Records checked and not yet written, in order, up to `gather` bytes (see [`GATHER`]).
+    pending: Vec<Vec<u8>>,
+    pending_len: usize,
+    gather: usize,
+}
+
+impl<W: Write + ?Sized> Drop for Collector<'_, W> {
+    /// What was checked before an error is written all the same (best effort: the error
+    /// that stopped the run is the one reported).
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
 }
 
 impl<'a, W: Write + ?Sized> Collector<'a, W> {
-    fn new(out: &'a mut W, spare: &'a Spare) -> Self {
+    /// `gather`: bytes of records kept before a write ([`GATHER`], or 0 to write each batch
+    /// as it comes).
+    fn new(out: &'a mut W, spare: &'a Spare, gather: usize) -> Self {
         Collector {
             state: None,
             closed: false,
@@ -482,7 +502,42 @@ impl<'a, W: Write + ?Sized> Collector<'a, W> {
             out,
             spare,
             primed: Primed::default(),
+            pending: Vec::new(),
+            pending_len: 0,
+            gather,
         }
+    }
+
+    /// Writes the records gathered so far, in one `writev` where the writer takes it.
+    fn flush(&mut self) -> io::Result<()> {
+        let mut slices: Vec<io::IoSlice> =
+            self.pending.iter().map(|b| io::IoSlice::new(b)).collect();
+        let mut rest = &mut slices[..];
+        let mut written = Ok(());
+        while !rest.is_empty() {
+            match self.out.write_vectored(rest) {
+                Ok(0) => {
+                    written = Err(io::ErrorKind::WriteZero.into());
+                    break;
+                }
+                Ok(n) => io::IoSlice::advance_slices(&mut rest, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    written = Err(e);
+                    break;
+                }
+            }
+        }
+        for b in self.pending.drain(..) {
+            self.spare.give(b);
+        }
+        self.pending_len = 0;
+        written
+    }
+
+    /// Takes the finished batches' records out (the stats are the caller's now).
+    fn finish(&mut self) -> io::Result<()> {
+        self.flush()
     }
 
     /// Takes the next batch in order; re-checks it when it guessed the state wrong.
@@ -495,9 +550,11 @@ impl<'a, W: Write + ?Sized> Collector<'a, W> {
         if !same(&d.prime, &self.state) {
             d = check_raw(d.batch, self.state.clone(), style, d.out, &mut self.primed);
         }
-        let written = self.out.write_all(&d.out);
-        self.spare.give(d.out);
-        written?;
+        self.pending_len += d.out.len();
+        self.pending.push(d.out);
+        if self.pending_len >= self.gather {
+            self.flush()?;
+        }
         self.stats.merge(d.stats);
         if d.init.is_some() {
             self.state = d.init;
@@ -518,7 +575,7 @@ fn raw_sequential<R: Read>(
     progress: &mut Progress,
 ) -> io::Result<Stats> {
     let spare = Spare::default();
-    let mut c = Collector::new(out, &spare);
+    let mut c = Collector::new(out, &spare, GATHER);
     // One session for the whole input, as a client's connection.
     let mut primed = Primed::default();
     let mut next = Some(first);
@@ -528,7 +585,8 @@ fn raw_sequential<R: Read>(
         c.take(d, style)?;
         next = batcher.next_batch()?;
     }
-    Ok(c.stats)
+    c.finish()?;
+    Ok(std::mem::take(&mut c.stats))
 }
 
 fn raw_parallel<R: Read + Send>(
@@ -549,9 +607,11 @@ fn raw_parallel<R: Read + Send>(
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4 * jobs);
     let sender = Mutex::new(Some(tx));
     let mut hand = Hand(&sender);
-    let (out, mut local): (&mut (dyn Write + Send), _) = match out {
-        Sink::Shared(w) => (w, None),
-        Sink::Local(w) => (&mut hand, Some(w)),
+    // A local writer's batches go through the channel, which closes when the last worker
+    // leaves: nothing may wait in the collector for a write after that.
+    let (out, mut local, gather): (&mut (dyn Write + Send), _, _) = match out {
+        Sink::Shared(w) => (w, None, GATHER),
+        Sink::Local(w) => (&mut hand, Some(w), 0),
     };
     let spare = Spare::default();
     let after = (first.seq + 1, first.first + first.ends.len() as u64);
@@ -578,7 +638,7 @@ fn raw_parallel<R: Read + Send>(
         Condvar::new(),
     );
     let writer = Mutex::new(Writer {
-        c: Collector::new(out, &spare),
+        c: Collector::new(out, &spare, gather),
         progress,
         err: None,
     });
@@ -755,7 +815,8 @@ fn raw_parallel<R: Read + Send>(
         // As `--jobs 1` counts them: every line after the close, not only those cut by then.
         c.stats.after_close += lines_left(feed.batcher)?;
     }
-    Ok(c.stats)
+    c.finish()?;
+    Ok(std::mem::take(&mut c.stats))
 }
 
 /// The lines of the batches not yet cut.
