@@ -55,6 +55,9 @@ pub struct TurnFacts {
     pub file_search_path_score_only: bool,
     /// `fuzzyFileSearch` lists an entry under two overlapping roots once for each.
     pub file_search_overlapping_roots_twice: bool,
+    /// `review/start` with `delivery: "detached"` first sends a `deprecationNotice` (before any
+    /// check of its params).
+    pub review_detached_deprecated: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

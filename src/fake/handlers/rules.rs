@@ -839,6 +839,37 @@ impl H<'_> {
         self.not_modeled("process/spawn")
     }
 
+    /// `review/start`: the thread (its id, then loaded here), then the target codex cleans
+    /// (a branch, commit sha or custom instructions empty once trimmed is refused), as
+    /// app-server's `review_start_inner` and `review_request_from_target` do (fidelity
+    /// s12120001_0120). 0.163.0 first says a detached review is deprecated, whatever follows
+    /// (`review_detached_deprecated`). A review that would start is not modeled (its turn runs codex's review
+    /// prompt against the model).
+    pub(super) fn review_start(&self, p: &Value) -> Result<(), String> {
+        if p["delivery"] == "detached" && self.fake.turn_facts.review_detached_deprecated {
+            self.notify(
+                "deprecationNotice",
+                json!({"summary": "review/start with delivery \"detached\" is deprecated and \
+                                   will be removed in a future release.",
+                       "details": "Use thread/start followed by review/start with delivery \
+                                   \"inline\" for a separate review thread, or thread/fork \
+                                   followed by turn/start with your own review instructions."}),
+            );
+        }
+        self.fake.loaded_thread(p)?;
+        let target = &p["target"];
+        let field = match target["type"].as_str() {
+            Some("baseBranch") => "branch",
+            Some("commit") => "sha",
+            Some("custom") => "instructions",
+            _ => return self.not_modeled("review/start"),
+        };
+        if target[field].as_str().unwrap_or_default().trim().is_empty() {
+            return Err(format!("{field} must not be empty"));
+        }
+        self.not_modeled("review/start")
+    }
+
     /// `turn/settings/update`: the thread; then a change of model, effort, summary or tier (or
     /// of nothing) needs the feature that allows it, while one of only the reviewer or the
     /// environments does not; then the turn must be the one running, else the target is
