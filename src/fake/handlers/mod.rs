@@ -302,6 +302,7 @@ const RULES: &[(&str, Handler)] = &[
     ("command/exec", |h, id, p| h.command_exec(id, p)),
     ("fuzzyFileSearch", |h, id, p| h.fuzzy_file_search(id, p)),
     ("review/start", |h, _, p| h.review_start(p)),
+    ("app/read", |h, id, p| h.app_read(id, p)),
     ("thread/backgroundTerminals/terminate", |h, id, p| {
         h.terminate_background(id, p)
     }),

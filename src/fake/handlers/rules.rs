@@ -839,6 +839,36 @@ impl H<'_> {
         self.not_modeled("process/spawn")
     }
 
+    /// `app/read`: at most 100 ids (counted before duplicates go), then the thread when one
+    /// is named; no app is known here (no ChatGPT login reaches the connectors directory), so
+    /// every id is missing, each once in the order first asked (fidelity s13130001_0243;
+    /// probed on 0.163.0 and 0.171.0).
+    pub(super) fn app_read(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let ids: Vec<&str> = p["appIds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if ids.len() > 100 {
+            return Err(format!(
+                "{}app/read accepts at most 100 appIds",
+                crate::fake::rpc::INVALID_PARAMS_PREFIX
+            ));
+        }
+        if p["threadId"].is_string() {
+            self.fake.loaded_thread(p)?;
+        }
+        let mut missing: Vec<&str> = Vec::new();
+        for app in ids {
+            if !missing.contains(&app) {
+                missing.push(app);
+            }
+        }
+        self.result(id, json!({"apps": [], "missingAppIds": missing}));
+        Ok(())
+    }
+
     /// `review/start`: the thread (its id, then loaded here), then the target codex cleans
     /// (a branch, commit sha or custom instructions empty once trimmed is refused), as
     /// app-server's `review_start_inner` and `review_request_from_target` do (fidelity

@@ -539,8 +539,11 @@ impl H<'_> {
         }
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         // Nothing to page in an ephemeral thread, nor before the first user message writes the
-        // rollout (0.171.0: 42_method_rules).
-        if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
+        // rollout (0.171.0: 42_method_rules), nor in a legacy history (fidelity s13130001_0151).
+        if info["ephemeral"] == true
+            || info["historyMode"] == "legacy"
+            || info["turns"].as_array().is_none_or(Vec::is_empty)
+        {
             self.send(json!({"error": {"code": -32601,
                 "message": "thread/items/list is not supported yet"}, "id": id}));
             return Ok(());
@@ -587,8 +590,13 @@ impl H<'_> {
         else {
             return self.unsupported(id, method);
         };
-        // Nothing to search before the thread is stored (42_method_rules).
-        if !crate::fake::threads::materialized(&info) {
+        // Nothing to search before the thread is stored (42_method_rules), in an ephemeral
+        // thread (never stored: fidelity s13130001_0195, before the cursor is read) or in a
+        // legacy history.
+        if info["ephemeral"] == true
+            || info["historyMode"] == "legacy"
+            || !crate::fake::threads::materialized(&info)
+        {
             return self.unsupported(id, method);
         }
         let from = match params["cursor"].as_str() {
