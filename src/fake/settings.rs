@@ -355,8 +355,13 @@ pub fn for_start(
         catalog.service_tier(params.get("serviceTier"), &cfg, &model);
     // The thread keeps the tier its requests carry: a configured one its model does not
     // advertise is dropped (warned about), so a turn's `fast` then changes it (fidelity
-    // s11110001_0120; probed on 0.171.0).
-    let service_tier = catalog.served_tier(&service_tier, &model);
+    // s11110001_0120; probed on 0.171.0). A tier the request names stays the thread's setting
+    // all the same (fidelity s13130001_0107: a later settings change shows it).
+    let service_tier = if params.get("serviceTier").is_some() {
+        service_tier
+    } else {
+        catalog.served_tier(&service_tier, &model)
+    };
     let setting = match &sandbox {
         Sandbox::Default => Value::Null,
         Sandbox::Mode(m) => json!(format!("mode:{m}")),

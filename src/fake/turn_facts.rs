@@ -58,6 +58,9 @@ pub struct TurnFacts {
     /// `review/start` with `delivery: "detached"` first sends a `deprecationNotice` (before any
     /// check of its params).
     pub review_detached_deprecated: bool,
+    /// A service tier `thread/start` names is the thread's setting only where its model serves
+    /// it, as a configured one is (else it is kept).
+    pub requested_service_tier_served_only: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

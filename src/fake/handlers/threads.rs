@@ -29,7 +29,13 @@ impl H<'_> {
                 }
             }
         }
-        let resolved = resolved?;
+        let mut resolved = resolved?;
+        if self.fake.turn_facts.requested_service_tier_served_only {
+            resolved.service_tier = self
+                .fake
+                .catalog
+                .served_tier(&resolved.service_tier, &resolved.model);
+        }
         let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
         if ephemeral && !params["daybreakEnabled"].is_null() {
             return Err("daybreakEnabled is not supported for ephemeral threads".into());
