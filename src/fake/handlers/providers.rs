@@ -1,7 +1,7 @@
 //! `modelProvider/config/write` for custom gateways: codex's checks in its order, a new
 //! provider's id made from its name, a patch of an existing one, written to the user layer as
 //! codex writes it (probed on 0.171.0; 76_model_provider_write); a Bedrock provider's AWS
-//! profile and region. GCP settings are not modeled.
+//! profile and region; the GCP provider's project, location and credential file.
 
 use super::H;
 use crate::fake::user_config::{self as uc, WriteError};
@@ -85,6 +85,7 @@ impl H<'_> {
         let written = match s["type"].as_str() {
             Some("customGateway") => self.write_gateway(s),
             Some("bedrock") => self.write_bedrock(s),
+            Some("gcp") => self.write_gcp(s),
             _ => return self.not_modeled("modelProvider/config/write"),
         };
         self.config_written(id, written);
@@ -126,6 +127,58 @@ impl H<'_> {
             all[pid] = json!({});
         }
         all[pid]["aws"] = Value::Object(aws);
+        let _ = std::fs::write(self.user_file(), uc::to_toml(&table));
+        Ok(answer)
+    }
+
+    /// The GCP provider's project, location and credential file, patched into
+    /// `[model_providers.gcp]` as `project_id`, `location` and `credential_file` (null clears a
+    /// field, empty is refused, then a credential file left relative fails codex's validation
+    /// of the result); the answer shows them as they stand. No cloud is asked (fidelity
+    /// s13130001_0241; probed on 0.171.0).
+    fn write_gcp(&self, s: &Value) -> Result<Value, WriteError> {
+        const FIELDS: [(&str, &str); 3] = [
+            ("projectId", "project_id"),
+            ("location", "location"),
+            ("credentialFile", "credential_file"),
+        ];
+        if FIELDS.iter().any(|(f, _)| s[*f] == "") {
+            return Err(uc::refusal(uc::VALIDATION, EMPTY));
+        }
+        let mut table = self.user_table();
+        let all = table.entry("model_providers").or_insert_with(|| json!({}));
+        if !all.is_object() {
+            *all = json!({});
+        }
+        let mut gcp = all["gcp"].as_object().cloned().unwrap_or_default();
+        for (f, key) in FIELDS {
+            match s.get(f) {
+                Some(Value::String(v)) => {
+                    gcp.insert(key.into(), json!(v));
+                }
+                Some(Value::Null) => {
+                    gcp.remove(key);
+                }
+                _ => {}
+            }
+        }
+        if gcp
+            .get("credential_file")
+            .and_then(Value::as_str)
+            .is_some_and(|f| !f.starts_with('/'))
+        {
+            return Err(uc::refusal(
+                uc::VALIDATION,
+                "Invalid configuration: model_providers.gcp: provider credential_file must be an \
+                 absolute path\nin `model_providers`\n",
+            ));
+        }
+        let shown = |k: &str| gcp.get(k).cloned().unwrap_or(Value::Null);
+        let answer = json!({"provider": {"id": "gcp", "name": "Google Cloud Vertex AI",
+                            "canEdit": true, "baseUrl": null, "settings": {"type": "gcp",
+                            "projectId": shown("project_id"), "location": shown("location"),
+                            "credentialFile": shown("credential_file")}}});
+        all["gcp"] = Value::Object(gcp);
         let _ = std::fs::write(self.user_file(), uc::to_toml(&table));
         Ok(answer)
     }
