@@ -167,12 +167,19 @@ struct Out {
     held: bool,
 }
 
+/// A client's reply to a server→client request, and what the engine found wrong with it
+/// against the method's response type (what codex's deserialization of it refuses).
+pub struct Answer {
+    pub msg: Value,
+    pub violation: Option<String>,
+}
+
 pub struct Conn {
     pub fake: Arc<Fake>,
     out: Mutex<Out>,
     session: Mutex<Session>,
     /// Server→client requests in flight: id (JSON text) → the client's reply once it arrives.
-    pending: Mutex<HashMap<String, Option<Value>>>,
+    pending: Mutex<HashMap<String, Option<Answer>>>,
     replied: Condvar,
     next_id: AtomicI64,
     closed: AtomicBool,
@@ -339,7 +346,7 @@ impl Conn {
         params: Value,
         timeout: Duration,
         cancelled: &dyn Fn() -> bool,
-    ) -> Option<Value> {
+    ) -> Option<Answer> {
         let id = json!(self.next_id.fetch_add(1, Ordering::SeqCst));
         let key = id.to_string();
         lock(&self.session).expect_response(&id, method);
@@ -348,10 +355,8 @@ impl Conn {
         let deadline = Instant::now() + timeout;
         let mut pending = lock(&self.pending);
         loop {
-            if let Some(Some(reply)) = pending.get(&key) {
-                let reply = reply.clone();
-                pending.remove(&key);
-                return Some(reply);
+            if let Some(Some(_)) = pending.get(&key) {
+                return pending.remove(&key).flatten();
             }
             let now = Instant::now();
             if self.is_closed() || now >= deadline || cancelled() {
@@ -466,7 +471,10 @@ impl Conn {
                     if let (Some(id), Some(m)) = (&verdict.id, msg) {
                         let mut pending = lock(&self.pending);
                         if let Some(slot) = pending.get_mut(&id.to_string()) {
-                            *slot = Some(m);
+                            *slot = Some(Answer {
+                                msg: m,
+                                violation: verdict.violation.clone(),
+                            });
                             self.replied.notify_all();
                         }
                     }

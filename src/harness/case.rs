@@ -113,7 +113,7 @@ pub struct Case {
     #[serde(default)]
     pub features: Vec<String>,
     /// Results for the server's other requests, by method (e.g. `item/tool/call`); `{}` when
-    /// absent.
+    /// absent; `{"$error": {code, message}}` answers with that JSON-RPC error instead.
     #[serde(default)]
     pub replies: serde_json::Map<String, Value>,
     /// A recorded client (`codex-wire record`): played instead of the fields above, which

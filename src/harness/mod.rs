@@ -63,9 +63,11 @@ impl Client<'_> {
                         .unwrap_or_else(|| json!("accept"));
                     answer_to(&msg["id"], &d)
                 } else {
-                    Some(json!({"id": msg["id"],
-                                "result": self.case.replies.get(&method).cloned()
-                                    .unwrap_or(json!({}))}))
+                    let r = self.case.replies.get(&method).cloned();
+                    match r.as_ref().and_then(|r| r.get("$error")) {
+                        Some(e) => Some(json!({"id": msg["id"], "error": e})),
+                        None => Some(json!({"id": msg["id"], "result": r.unwrap_or(json!({}))})),
+                    }
                 };
                 match answer {
                     Some(a) => p.send(&a)?,

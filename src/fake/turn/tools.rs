@@ -207,6 +207,16 @@ impl<'a> Ctx<'a> {
 
     /// A server→client request: `params` (defaults) overridden by the step's own `params`.
     pub(super) fn request(&self, method: &str, params: Value, over: &Params) -> Option<Value> {
+        self.request_answer(method, params, over).map(|a| a.msg)
+    }
+
+    /// [`Self::request`], with what the engine found wrong with the reply.
+    fn request_answer(
+        &self,
+        method: &str,
+        params: Value,
+        over: &Params,
+    ) -> Option<crate::fake::rpc::Answer> {
         let mut params = params;
         if let (Some(p), Some(over)) = (params.as_object_mut(), over) {
             p.extend(over.clone());
@@ -894,14 +904,23 @@ impl<'a> Ctx<'a> {
         ));
         let params = self.scope(json!({"callId": id, "namespace": namespace,
                                        "tool": tool, "arguments": arguments}));
-        let reply = self.request("item/tool/call", params, over);
-        let result = reply.map(|r| r["result"].clone()).unwrap_or(Value::Null);
-        let success = result["success"].as_bool().unwrap_or(false);
-        let items = result
-            .get("contentItems")
-            .filter(|v| v.is_array())
-            .cloned()
-            .unwrap_or(json!([]));
+        let answer = self.request_answer("item/tool/call", params, over);
+        // An error reply, or a result codex cannot read as the response, gives the model
+        // codex's own failure text (app-server `dynamic_tools.rs`; fidelity s13130001_0124).
+        let fallback = |text: &str| json!([{"type": "inputText", "text": text}]);
+        let (items, success) = match answer {
+            None => (json!([]), false),
+            Some(a) if a.msg.get("error").is_some() => {
+                (fallback("dynamic tool request failed"), false)
+            }
+            Some(a) if a.violation.is_some() => {
+                (fallback("dynamic tool response was invalid"), false)
+            }
+            Some(a) => (
+                a.msg["result"]["contentItems"].clone(),
+                a.msg["result"]["success"].as_bool().unwrap_or(false),
+            ),
+        };
         let status = if success { "completed" } else { "failed" };
         self.completed(
             merge(
