@@ -731,8 +731,8 @@ impl<'a> Ctx<'a> {
             }
         }
         // An approved patch is still applied inside a read-only sandbox, which can write a file
-        // where a directory exists but cannot make one: such a patch fails (seen on 0.171.0), as
-        // one whose writes fail does.
+        // where a directory exists but cannot make one for a new file: such a patch fails (seen
+        // on 0.171.0), as one whose writes fail does; a move into a new directory succeeds.
         let sandbox_refuses = gate == Gate::Ask && self.sandbox_type() == "readOnly";
         if (sandbox_refuses && patch.makes_dirs()) || patch.apply(&mut self.tracker).is_err() {
             self.completed(merge(&base, json!({"status": "failed"})), at);
