@@ -661,6 +661,35 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         ],
     ),
     (
+        "fuzzyFileSearch",
+        &[
+            (
+                "cancellationToken",
+                Unmodeled(
+                    "a search answers before the next request is read here: none is still \
+                     running for a later one with its token to cancel",
+                ),
+            ),
+            ("query", Read),
+            ("roots", Read),
+        ],
+    ),
+    (
+        "review/start",
+        &[("delivery", Read), ("target", Read), ("threadId", Read)],
+    ),
+    (
+        "app/read",
+        &[
+            ("appIds", Read),
+            (
+                "includeTools",
+                Unmodeled("shapes known apps' metadata: none is known without a ChatGPT login"),
+            ),
+            ("threadId", Read),
+        ],
+    ),
+    (
         "fuzzyFileSearch/sessionStart",
         &[("roots", Read), ("sessionId", Unmodeled(REFUSED))],
     ),
