@@ -92,12 +92,7 @@ impl H<'_> {
         let Some(sandboxed) = self.exec_sandboxed(p)? else {
             return self.not_modeled("command/exec");
         };
-        let argv: Vec<String> = p["command"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|w| w.as_str().map(str::to_string))
-            .collect();
+        let argv = super::strs(&p["command"]);
         let Some((program, args)) = argv.split_first() else {
             return Err("command must not be empty".into());
         };

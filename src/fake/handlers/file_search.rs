@@ -52,11 +52,9 @@ struct Entry {
 impl H<'_> {
     pub(super) fn fuzzy_file_search(&self, id: &Value, p: &Value) -> Result<(), String> {
         let query = p["query"].as_str().unwrap_or_default();
-        let roots: Vec<String> = p["roots"]
-            .as_array()
+        let roots: Vec<String> = super::strs(&p["roots"])
             .into_iter()
-            .flatten()
-            .filter_map(|r| r.as_str().map(str::to_string))
+            .map(str::to_string)
             .collect();
         let facts = &self.fake.turn_facts;
         let files = search(

@@ -61,12 +61,7 @@ struct SearchHit {
 
 /// The `cwds` of a request, each absolute.
 fn cwds(p: &Value) -> Result<Vec<PathBuf>, String> {
-    let list: Vec<&str> = p["cwds"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let list = super::strs(&p["cwds"]);
     if list.iter().any(|c| !c.starts_with('/')) {
         return Err(NOT_ABSOLUTE.into());
     }

@@ -147,12 +147,7 @@ impl H<'_> {
                 ))),
             };
         }
-        let threads: Vec<String> = p["threads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t.as_str().map(str::to_string))
-            .collect();
+        let threads = super::strs(&p["threads"]);
         let store = self.fake.store.load();
         let mut recency: Option<i64> = None;
         for t in &threads {

@@ -79,6 +79,31 @@ fn summary(id: &str, t: &Map<String, Value>) -> Value {
                         "settings": {"type": "customGateway", "auth": auth}}})
 }
 
+/// A cloud provider's settings patched into its config table: each param (`fields`: param
+/// name, config key) set by a string, cleared by null, left by absence; an empty one refuses
+/// the whole write, as codex's "use null to clear" check does.
+fn patch(
+    table: &mut Map<String, Value>,
+    s: &Value,
+    fields: &[(&str, &str)],
+) -> Result<(), WriteError> {
+    if fields.iter().any(|(f, _)| s[*f] == "") {
+        return Err(uc::refusal(uc::VALIDATION, EMPTY));
+    }
+    for (f, key) in fields {
+        match s.get(*f) {
+            Some(Value::String(v)) => {
+                table.insert((*key).into(), json!(v));
+            }
+            Some(Value::Null) => {
+                table.remove(*key);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 impl H<'_> {
     pub(super) fn provider_write(&self, id: &Value, p: &Value) -> Result<(), String> {
         let s = &p["settings"];
@@ -96,10 +121,6 @@ impl H<'_> {
     /// `[model_providers.<id>.aws]` (null clears a field, empty is refused); the answer shows
     /// them as they stand. No cloud is asked (fidelity s11110001_0033; probed on 0.171.0).
     fn write_bedrock(&self, s: &Value) -> Result<Value, WriteError> {
-        const FIELDS: [&str; 2] = ["profile", "region"];
-        if FIELDS.iter().any(|f| s[*f] == "") {
-            return Err(uc::refusal(uc::VALIDATION, EMPTY));
-        }
         // The id is one of codex's two Bedrock providers (serde refused any other).
         let pid = s["providerId"].as_str().unwrap_or_default();
         let mut table = self.user_table();
@@ -108,17 +129,7 @@ impl H<'_> {
             *all = json!({});
         }
         let mut aws = all[pid]["aws"].as_object().cloned().unwrap_or_default();
-        for f in FIELDS {
-            match s.get(f) {
-                Some(Value::String(v)) => {
-                    aws.insert(f.into(), json!(v));
-                }
-                Some(Value::Null) => {
-                    aws.remove(f);
-                }
-                _ => {}
-            }
-        }
+        patch(&mut aws, s, &[("profile", "profile"), ("region", "region")])?;
         let shown = |f: &str| aws.get(f).cloned().unwrap_or(Value::Null);
         let answer = json!({"provider": {"id": pid, "name": bedrock_name(pid), "canEdit": true,
                             "baseUrl": null, "settings": {"type": "bedrock",
@@ -137,31 +148,18 @@ impl H<'_> {
     /// of the result); the answer shows them as they stand. No cloud is asked (fidelity
     /// s13130001_0241; probed on 0.171.0).
     fn write_gcp(&self, s: &Value) -> Result<Value, WriteError> {
-        const FIELDS: [(&str, &str); 3] = [
-            ("projectId", "project_id"),
-            ("location", "location"),
-            ("credentialFile", "credential_file"),
-        ];
-        if FIELDS.iter().any(|(f, _)| s[*f] == "") {
-            return Err(uc::refusal(uc::VALIDATION, EMPTY));
-        }
         let mut table = self.user_table();
         let all = table.entry("model_providers").or_insert_with(|| json!({}));
         if !all.is_object() {
             *all = json!({});
         }
         let mut gcp = all["gcp"].as_object().cloned().unwrap_or_default();
-        for (f, key) in FIELDS {
-            match s.get(f) {
-                Some(Value::String(v)) => {
-                    gcp.insert(key.into(), json!(v));
-                }
-                Some(Value::Null) => {
-                    gcp.remove(key);
-                }
-                _ => {}
-            }
-        }
+        let fields = [
+            ("projectId", "project_id"),
+            ("location", "location"),
+            ("credentialFile", "credential_file"),
+        ];
+        patch(&mut gcp, s, &fields)?;
         if gcp
             .get("credential_file")
             .and_then(Value::as_str)
