@@ -92,7 +92,7 @@ impl H<'_> {
         let Some(sandboxed) = self.exec_sandboxed(p)? else {
             return self.not_modeled("command/exec");
         };
-        let argv = super::strs(&p["command"]);
+        let argv = super::view::strs(&p["command"]);
         let Some((program, args)) = argv.split_first() else {
             return Err("command must not be empty".into());
         };

@@ -52,7 +52,7 @@ struct Entry {
 impl H<'_> {
     pub(super) fn fuzzy_file_search(&self, id: &Value, p: &Value) -> Result<(), String> {
         let query = p["query"].as_str().unwrap_or_default();
-        let roots: Vec<String> = super::strs(&p["roots"])
+        let roots: Vec<String> = super::view::strs(&p["roots"])
             .into_iter()
             .map(str::to_string)
             .collect();

@@ -426,15 +426,6 @@ const RULES: &[(&str, Handler)] = &[
     }),
 ];
 
-/// The strings of a JSON array param (anything else in it skipped; not an array: none).
-fn strs(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
 /// The methods the fake answers by rule (the others: their captured or minimal result).
 pub fn ruled_methods() -> Vec<&'static str> {
     let mut m: Vec<&'static str> = RULES.iter().map(|(name, _)| *name).collect();

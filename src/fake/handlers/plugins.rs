@@ -61,7 +61,7 @@ struct SearchHit {
 
 /// The `cwds` of a request, each absolute.
 fn cwds(p: &Value) -> Result<Vec<PathBuf>, String> {
-    let list = super::strs(&p["cwds"]);
+    let list = super::view::strs(&p["cwds"]);
     if list.iter().any(|c| !c.starts_with('/')) {
         return Err(NOT_ABSOLUTE.into());
     }

@@ -147,7 +147,7 @@ impl H<'_> {
                 ))),
             };
         }
-        let threads = super::strs(&p["threads"]);
+        let threads = super::view::strs(&p["threads"]);
         let store = self.fake.store.load();
         let mut recency: Option<i64> = None;
         for t in &threads {

@@ -844,7 +844,7 @@ impl H<'_> {
     /// every id is missing, each once in the order first asked (fidelity s13130001_0243;
     /// probed on 0.163.0 and 0.171.0).
     pub(super) fn app_read(&self, id: &Value, p: &Value) -> Result<(), String> {
-        let ids = super::strs(&p["appIds"]);
+        let ids = super::view::strs(&p["appIds"]);
         if ids.len() > 100 {
             return Err(format!(
                 "{}app/read accepts at most 100 appIds",

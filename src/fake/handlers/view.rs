@@ -309,3 +309,12 @@ pub(super) fn legacy_numbered(info: &Value) -> std::borrow::Cow<'_, Value> {
     }
     std::borrow::Cow::Owned(out)
 }
+
+/// The strings of a JSON array param (anything else in it skipped; not an array: none).
+pub(super) fn strs(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
