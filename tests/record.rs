@@ -69,15 +69,33 @@ fn round_trip_keep(case: &Case, look: impl Fn(&Path)) -> Vec<String> {
         ),
     ];
     for (kind, server) in servers {
-        let (t, stopped) = replay::replay(&rec, &server, &root.join(kind))
-            .unwrap_or_else(|e| panic!("{}: cannot replay: {e}", case.name));
+        // The real server against its own recording: a second replay is asked for only when
+        // the first differs, as fidelity's strict verdict asks for a second real run (its own
+        // races, e.g. a steer's result and the next rate-limit report on a loaded machine, seen
+        // on `s8_steer_mid_message`); the fake gets one replay.
+        let tries = if kind == "real" { 2 } else { 1 };
+        let mut outcome = None;
+        for attempt in 0..tries {
+            let dir = root.join(format!("{kind}{attempt}"));
+            let (t, stopped) = replay::replay(&rec, &server, &dir)
+                .unwrap_or_else(|e| panic!("{}: cannot replay: {e}", case.name));
+            let compared = replay::compare(&rec, &t, &dir).expect("transcripts");
+            let done = compared.is_ok();
+            outcome = Some((stopped, compared));
+            if done {
+                break;
+            }
+        }
+        let Some((stopped, compared)) = outcome else {
+            continue;
+        };
         if let Some(s) = stopped {
             problems.push(format!(
                 "{} on the {kind}: the replayed client stopped: {s}",
                 case.name
             ));
         }
-        match replay::compare(&rec, &t, &root.join(kind)).expect("transcripts") {
+        match compared {
             Ok(_) => {}
             Err(m) => problems.push(format!(
                 "{} on the {kind}: message {} differs: {}\n  recording {:?}\n  replay    {:?}",
