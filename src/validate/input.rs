@@ -253,6 +253,11 @@ impl<R: Read> Batcher<R> {
         }
     }
 
+    /// Whether the input is a mapped file (all there, not arriving as a stream does).
+    pub fn mapped(&self) -> bool {
+        self.map.is_some()
+    }
+
     /// Whether every batch has been cut (known without reading for mapped files; a stream
     /// knows only once it has read its end).
     pub fn exhausted(&self) -> bool {

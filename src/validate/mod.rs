@@ -462,11 +462,22 @@ fn check_raw(
     }
 }
 
-/// Checked batches' records are written this many bytes at a time, in one `writev`: a batch's
-/// ~100 KB written alone cost a one-core run ~4 % more (40 MB of verdicts into a fresh ext4
-/// file: 14.6 ms in 150 KB writes, 10.0–10.4 ms in writes of 0.5–2 MiB, best of 8; the page
-/// cache takes a large write in large folios). Gathered, not copied: the buffers wait.
+/// A mapped file's checked records are written this many bytes at a time, in one `writev`: a
+/// batch's ~100 KB written alone cost a one-core run ~4 % more (40 MB of verdicts into a fresh
+/// ext4 file: 14.6 ms in 150 KB writes, 10.0–10.4 ms in writes of 0.5–2 MiB, best of 8; the
+/// page cache takes a large write in large folios). Gathered, not copied: the buffers wait.
+/// A stream's records go out batch by batch: a live capture's verdicts must not wait for a
+/// mebibyte more of traffic.
 const GATHER: usize = 1 << 20;
+
+/// How many bytes of records to gather before a write, for this input (see [`GATHER`]).
+fn gather_for<R: Read>(batcher: &Batcher<R>) -> usize {
+    if batcher.mapped() {
+        GATHER
+    } else {
+        0
+    }
+}
 
 /// In-order bookkeeping shared by the sequential and parallel raw paths.
 struct Collector<'a, W: Write + ?Sized> {
@@ -535,11 +546,6 @@ impl<'a, W: Write + ?Sized> Collector<'a, W> {
         written
     }
 
-    /// Takes the finished batches' records out (the stats are the caller's now).
-    fn finish(&mut self) -> io::Result<()> {
-        self.flush()
-    }
-
     /// Takes the next batch in order; re-checks it when it guessed the state wrong.
     fn take(&mut self, mut d: Done, style: &Style) -> io::Result<()> {
         if self.closed {
@@ -575,7 +581,7 @@ fn raw_sequential<R: Read>(
     progress: &mut Progress,
 ) -> io::Result<Stats> {
     let spare = Spare::default();
-    let mut c = Collector::new(out, &spare, GATHER);
+    let mut c = Collector::new(out, &spare, gather_for(&batcher));
     // One session for the whole input, as a client's connection.
     let mut primed = Primed::default();
     let mut next = Some(first);
@@ -585,7 +591,7 @@ fn raw_sequential<R: Read>(
         c.take(d, style)?;
         next = batcher.next_batch()?;
     }
-    c.finish()?;
+    c.flush()?;
     Ok(std::mem::take(&mut c.stats))
 }
 
@@ -610,7 +616,7 @@ fn raw_parallel<R: Read + Send>(
     // A local writer's batches go through the channel, which closes when the last worker
     // leaves: nothing may wait in the collector for a write after that.
     let (out, mut local, gather): (&mut (dyn Write + Send), _, _) = match out {
-        Sink::Shared(w) => (w, None, GATHER),
+        Sink::Shared(w) => (w, None, gather_for(&batcher)),
         Sink::Local(w) => (&mut hand, Some(w), 0),
     };
     let spare = Spare::default();
@@ -815,7 +821,7 @@ fn raw_parallel<R: Read + Send>(
         // As `--jobs 1` counts them: every line after the close, not only those cut by then.
         c.stats.after_close += lines_left(feed.batcher)?;
     }
-    c.finish()?;
+    c.flush()?;
     Ok(std::mem::take(&mut c.stats))
 }
 
