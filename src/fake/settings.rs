@@ -293,6 +293,7 @@ fn dedup(paths: impl IntoIterator<Item = String>) -> Vec<String> {
 pub fn for_start(
     base: &Config,
     catalog: &Catalog,
+    facts: &super::turn_facts::TurnFacts,
     server_cwd: &Path,
     params: &Value,
 ) -> Result<Resolved, String> {
@@ -356,12 +357,14 @@ pub fn for_start(
     // The thread keeps the tier its requests carry: a configured one its model does not
     // advertise is dropped (warned about), so a turn's `fast` then changes it (fidelity
     // s11110001_0120; probed on 0.171.0). A tier the request names stays the thread's setting
-    // all the same (fidelity s13130001_0107: a later settings change shows it).
-    let service_tier = if params.get("serviceTier").is_some() {
-        service_tier
-    } else {
-        catalog.served_tier(&service_tier, &model)
-    };
+    // all the same (fidelity s13130001_0107: a later settings change shows it), except on a
+    // version that drops it too (`requested_service_tier_served_only`).
+    let service_tier =
+        if params.get("serviceTier").is_some() && !facts.requested_service_tier_served_only {
+            service_tier
+        } else {
+            catalog.served_tier(&service_tier, &model)
+        };
     let setting = match &sandbox {
         Sandbox::Default => Value::Null,
         Sandbox::Mode(m) => json!(format!("mode:{m}")),

@@ -15,6 +15,7 @@ impl H<'_> {
         let resolved = settings::for_start(
             &self.fake.config(),
             &self.fake.catalog,
+            &self.fake.turn_facts,
             &self.fake.cwd,
             params,
         );
@@ -29,13 +30,7 @@ impl H<'_> {
                 }
             }
         }
-        let mut resolved = resolved?;
-        if self.fake.turn_facts.requested_service_tier_served_only {
-            resolved.service_tier = self
-                .fake
-                .catalog
-                .served_tier(&resolved.service_tier, &resolved.model);
-        }
+        let resolved = resolved?;
         let ephemeral = params["ephemeral"].as_bool().unwrap_or(false);
         if ephemeral && !params["daybreakEnabled"].is_null() {
             return Err("daybreakEnabled is not supported for ephemeral threads".into());
@@ -149,6 +144,7 @@ impl H<'_> {
                 let mut r = settings::for_start(
                     &self.fake.config(),
                     &self.fake.catalog,
+                    &self.fake.turn_facts,
                     &self.fake.cwd,
                     &resumed_params(&info, params, &self.fake.cwd),
                 )?;

@@ -174,6 +174,7 @@ impl H<'_> {
         settings::for_start(
             &self.fake.config(),
             &self.fake.catalog,
+            &self.fake.turn_facts,
             &self.fake.cwd,
             &json!({"cwd": info["cwd"]}),
         )
