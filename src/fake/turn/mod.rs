@@ -359,9 +359,12 @@ fn play(
             &summary,
         );
         let pending = ctx.pending_resolved;
-        // The turn's end entry.
+        // The turn's end entry; an interrupted turn (an interrupt or an approval answered
+        // `cancel`) first gains codex's `<turn_aborted>` marker, a user message
+        // (`record_interrupted_turn_marker`; fidelity s13130001_0042 on 0.171.0).
         let mut rollout = ctx.rollout;
-        rollout.add(1);
+        let aborted = matches!(outcome, Err(End::Interrupted | End::Cancelled));
+        rollout.add(if aborted { 2 } else { 1 });
         let mut stored = turn.clone();
         stored["items"] = json!(ctx.items);
         // Where the turn starts in the rollout: what `thread/turns/list` cursors name.
