@@ -49,6 +49,9 @@ pub struct Fake {
     pub config_facts: super::user_config::Facts,
     /// Threads started, resumed or forked by this process: the only ones turns can run on.
     pub loaded: Mutex<HashSet<String>>,
+    /// Threads with a `thread/settings/update` applied but not yet announced: the settings
+    /// they last announced (`handlers::turns`).
+    pub settings_unannounced: Mutex<HashMap<String, Value>>,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
@@ -91,6 +94,7 @@ impl Fake {
             codex_home,
             dir,
             loaded: Mutex::new(HashSet::new()),
+            settings_unannounced: Mutex::new(HashMap::new()),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: TurnFacts::of(protocol),
             catalog: super::catalog::Catalog::of(protocol),
