@@ -333,7 +333,7 @@ impl<'a> Ctx<'a> {
             // The real server reports the aborted stream's usage and rate limits before it
             // answers `turn/interrupt`, and asks for attention if the turn had an answer.
             self.unfinished_response();
-            if self.final_answer().is_some() {
+            if self.says_something() {
                 self.read_state();
             }
             self.ctl.acked.store(true, Ordering::SeqCst);
@@ -342,9 +342,16 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// The turn's answer so far: its last agent message that is not commentary.
-    pub(super) fn final_answer(&self) -> Option<&Value> {
-        self.messages.iter().rfind(|m| m["phase"] != "commentary")
+    /// Whether the turn's answer so far says something: its last agent message with text that
+    /// is not commentary, not blank. Such a turn asks for the user's attention when it ends,
+    /// finished or aborted (app-server `read_state::publish`; an empty answer before an
+    /// interrupt asks nothing: fidelity s13130001_0161 on 0.171.0).
+    pub(super) fn says_something(&self) -> bool {
+        self.messages
+            .iter()
+            .rfind(|m| m["phase"] != "commentary" && m["text"] != "")
+            .and_then(|m| m["text"].as_str())
+            .is_some_and(|t| !t.trim().is_empty())
     }
 
     /// After an interrupt: the `turn/interrupt` reply goes out before the turn closes.

@@ -58,6 +58,13 @@ impl<'a> Ctx<'a> {
                     self.retries = 0;
                     self.end_response();
                     if !follow_up {
+                        // An interrupt that came while the last response was finishing still
+                        // aborts the turn: codex's task runs until its loop returns (its usage
+                        // reported, then the turn interrupted with no items; fidelity
+                        // s13130001_0185, both real runs on 0.171.0).
+                        if self.ctl.interrupted() {
+                            return self.interrupted_after_response();
+                        }
                         return Ok(());
                     }
                 }

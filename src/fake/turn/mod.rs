@@ -333,18 +333,13 @@ fn play(
         };
         // A finished turn asks for the user's attention when its last answer (commentary aside)
         // says something and no goal will carry on (app-server `read_state::publish`).
-        let says_something = ctx
-            .messages
-            .iter()
-            .rfind(|m| m["phase"] != "commentary" && m["text"] != "")
-            .and_then(|m| m["text"].as_str())
-            .is_some_and(|t| !t.trim().is_empty());
+        let says_something = ctx.says_something();
         match &outcome {
             Ok(()) if compact || !last || !says_something => {}
             Ok(()) | Err(End::Failed(_)) => ctx.read_state(),
             Err(End::Interrupted) => ctx.finish_interrupt(),
             // An aborted turn with an answer asks for attention too.
-            Err(End::Cancelled) if ctx.final_answer().is_some() => ctx.read_state(),
+            Err(End::Cancelled) if says_something => ctx.read_state(),
             Err(End::Cancelled | End::Steered) => {}
         }
         if !matches!(outcome, Err(End::Failed(_))) {

@@ -487,7 +487,7 @@ impl<'a> Ctx<'a> {
                         // An interrupt sent with the answer stops the command before it runs.
                         std::thread::sleep(TOOL_DISPATCH);
                         if self.ctl.interrupted() {
-                            return self.interrupted_tool();
+                            return self.interrupted_after_response();
                         }
                         approved_at = Some(at);
                     }
@@ -614,15 +614,15 @@ impl<'a> Ctx<'a> {
     /// the request timing out ends the turn the same way.
     pub(super) fn unanswered(&mut self) -> Result<(), End> {
         self.pending_resolved = self.conn.last_request_id();
-        self.interrupted_tool()
+        self.interrupted_after_response()
     }
 
-    /// The turn interrupted while a tool call waits: the response that called it is complete
-    /// (its usage is reported), the tool never runs.
-    pub(super) fn interrupted_tool(&mut self) -> Result<(), End> {
+    /// The turn interrupted once its response is complete (its usage reported): while a tool
+    /// call waits (the tool never runs), or as the turn's last response finishes.
+    pub(super) fn interrupted_after_response(&mut self) -> Result<(), End> {
         self.end_response();
         // As any interrupt: a turn with an answer asks for attention (see `check`).
-        if self.final_answer().is_some() {
+        if self.says_something() {
             self.read_state();
         }
         self.ctl.acked.store(true, Ordering::SeqCst);
