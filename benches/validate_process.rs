@@ -2,8 +2,9 @@
 //! process, a file in, every verdict written (JSON to a file and to a pipe, human output to a
 //! file) — beside the floor as a process (`examples/validate_floor.rs`: reads the file and parses
 //! each line into `IgnoredAny`, one thread and two), side by side in one run, for the `release`
-//! and the `dist` profile (built here by cargo; `CODEX_WIRE_BENCH_PROFILES`, default
-//! `release,dist`). The input is the all-method mix of `cargo bench --bench validate`
+//! and the `dist` profile (built here by cargo), and `pgo`, what ships: the `dist` build
+//! profile-guided by `cargo xtask pgo`, beside the `dist` floor (`CODEX_WIRE_BENCH_PROFILES`,
+//! default `release,dist,pgo`). The input is the all-method mix of `cargo bench --bench validate`
 //! (`CODEX_WIRE_BENCH_LINES`, default 300,000). Each round runs every contender once, in turn, so
 //! that a noisy neighbour slows them alike; the best of `CODEX_WIRE_BENCH_ROUNDS` rounds (default
 //! 30, about a minute: a neighbour's build can hold a core for longer than a few rounds, which
@@ -86,7 +87,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 fn main() {
     let lines: u64 = env_or("CODEX_WIRE_BENCH_LINES", 300_000);
     let rounds: usize = env_or("CODEX_WIRE_BENCH_ROUNDS", 30).max(1);
-    let profiles: Vec<String> = env_or("CODEX_WIRE_BENCH_PROFILES", "release,dist".to_string())
+    let profiles: Vec<String> = env_or("CODEX_WIRE_BENCH_PROFILES", "release,dist,pgo".to_string())
         .split(',')
         .map(str::to_string)
         .collect();
@@ -157,7 +158,7 @@ fn main() {
         let same = std::fs::read(out_of(p, 2)).unwrap() == std::fs::read(out_of(p, 3)).unwrap();
         let (one, two) = (b[0] / b[2], b[2] / b[3]);
         // The targets: release, one core >= 0.5 of the floor and two cores >= 1.8x one core;
-        // dist (what ships), one core >= 0.6.
+        // dist and pgo (what ships), one core >= 0.6.
         let targets = if p == "release" {
             format!(
                 "targets: 1 core >= 0.5: {}, 2 cores >= 1.8x: {}",
@@ -188,6 +189,29 @@ fn main() {
 /// `process-<profile>-<name>`: `release` and `bench` (this bench's own build) share
 /// `target/release`, so what sits there is whichever was built last.
 fn build(profile: &str, tmp: &Path) {
+    if profile == "pgo" {
+        // The floor is the `dist` one; the binary is `cargo xtask pgo`'s (its last line).
+        build("dist", tmp);
+        std::fs::copy(
+            tmp.join("process-dist-validate_floor"),
+            tmp.join("process-pgo-validate_floor"),
+        )
+        .unwrap();
+        let out = codex_wire::harness::cargo()
+            .args(["xtask", "pgo"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cargo runs");
+        assert!(out.status.success(), "cargo xtask pgo failed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let bin = text
+            .lines()
+            .last()
+            .expect("cargo xtask pgo names its binary");
+        std::fs::copy(bin, tmp.join("process-pgo-codex-wire")).unwrap();
+        return;
+    }
     let out = codex_wire::harness::cargo()
         .args(["build", "--profile", profile, "--bin", "codex-wire"])
         .args([

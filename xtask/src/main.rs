@@ -11,9 +11,12 @@
 //! - `oracle [--record] [--version V]`: the ignored-path oracle (`tests/corpus/V/oracle.jsonl`).
 //! - `sessions [--version V]`: the real server's side of the scripts in `tests/corpus/sessions/`.
 //! - `exactness [--write | --check]`: the README's exactness tables, from every version's corpora.
-//! - `wheel [--debug|--pip-check]`: the pip wheel (the binary and the pytest plugin) into
-//!   `target/wheels/`; `--pip-check`: `pip wheel .` ships the same stripped binary (a CI step).
-//! - `npm [--debug]`: the npm packages (the binary, the Node test helper) into `target/npm/`.
+//! - `wheel [--debug|--no-pgo|--pip-check]`: the pip wheel (the binary and the pytest plugin)
+//!   into `target/wheels/`; `--pip-check`: `pip wheel .` ships the same stripped binary as
+//!   `--no-pgo` (a CI step).
+//! - `npm [--debug|--no-pgo]`: the npm packages (the binary, the Node test helper) into
+//!   `target/npm/`.
+//! - `pgo`: the `dist` binary with profile-guided optimisation (what the wheel and npm ship).
 //! - `add-version V [--from STEP]`: a new codex release, every step of the recipe (`add_version`).
 //! - `test`: install every supported binary, run every test, then the live differentials.
 //! - `turns [--record] [NAME…]`: run the turn corpus against the real server (scripted model)
@@ -36,6 +39,7 @@ mod fidelity;
 mod gen;
 mod npm;
 mod oracle;
+mod pgo;
 mod probe;
 mod races;
 mod record;
@@ -56,9 +60,11 @@ const USAGE: &str =
   oracle [--record] [--version V]   ignored-path oracle against the real server
   sessions [--version V]   record the real server's side of tests/corpus/sessions/*.jsonl
   exactness [--write|--check]  README's exactness tables from every version's corpora
-  wheel [--debug|--pip-check]  the pip wheel (binary + pytest plugin) into target/wheels/;
-                           --pip-check: `pip wheel .` ships the same stripped binary
-  npm [--debug]            the npm packages (binary + Node test helper) into target/npm/
+  wheel [--debug|--no-pgo|--pip-check]  the pip wheel (binary + pytest plugin) into
+                           target/wheels/; --pip-check: `pip wheel .` ships the same stripped
+                           binary as --no-pgo
+  npm [--debug|--no-pgo]   the npm packages (binary + Node test helper) into target/npm/
+  pgo                      the profile-guided dist binary (what ships): train, merge, build
   add-version V [--from S] a new codex release: schema, corpora, turn facts, tables (one command)
   turns [--record] [NAME..] the turn corpus: real server (scripted model) vs fake
   fidelity [--seed S] [--sessions N] [--version V] [--keep]  generated sessions: real vs fake
@@ -81,6 +87,7 @@ fn main() {
         Some("exactness") => exactness::main(rest),
         Some("wheel") => wheel::main(rest),
         Some("npm") => npm::main(rest),
+        Some("pgo") => pgo::main(rest),
         Some("add-version") => add_version::main(rest),
         Some("fidelity") => fidelity::main(rest),
         Some("record") => record::main(rest),

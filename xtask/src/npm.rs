@@ -1,8 +1,9 @@
-//! `cargo xtask npm [--debug]`: the npm packages into `target/npm/`, as `@openai/codex` ships
-//! codex: a small main package `codex-wire` (the `codex-wire` launcher, the test helper with its
-//! types, the step builders) and one package per platform holding the native binary,
-//! `codex-wire-<platform>-<arch>` (npm's `os`/`cpu` names), an optional dependency of the main
-//! one so npm installs only the matching one. This builds the host's platform package.
+//! `cargo xtask npm [--debug|--no-pgo]`: the npm packages into `target/npm/`, as
+//! `@openai/codex` ships codex: a small main package `codex-wire` (the `codex-wire` launcher,
+//! the test helper with its types, the step builders) and one package per platform holding the
+//! native binary, `codex-wire-<platform>-<arch>` (npm's `os`/`cpu` names), an optional
+//! dependency of the main one so npm installs only the matching one. This builds the host's
+//! platform package.
 //!
 //! The step builders (`steps.js`, `steps.d.ts`, and `steps.mjs`: their names as ES module exports,
 //! which `index.mjs` re-exports) are generated here from `clients/steps.json`, the description the
@@ -224,28 +225,32 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let (os, cpu) = npm_platform()?;
     let platform_name = format!("codex-wire-{os}-{cpu}");
 
-    // The binary: what ships is the dist profile (as the wheel); --debug reuses the dev build.
-    let mut build = codex_wire::harness::cargo();
-    build.args(["build", "-p", "codex-wire", "--bin", "codex-wire"]);
-    if !debug {
-        build.args(["--profile", "dist"]);
-    }
-    let status = build
-        .current_dir(&root)
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !status.success() {
-        return Err(format!("cargo build failed ({status})"));
-    }
+    // The binary: what ships is the profile-guided dist build (as the wheel); --debug reuses
+    // the dev build, --no-pgo builds the plain dist profile.
     let exe = if cfg!(windows) {
         "codex-wire.exe"
     } else {
         "codex-wire"
     };
-    let binary = root
-        .join("target")
-        .join(if debug { "debug" } else { "dist" })
-        .join(exe);
+    let binary = if !debug && !args.iter().any(|a| a == "--no-pgo") {
+        crate::pgo::build(&root)?
+    } else {
+        let mut build = codex_wire::harness::cargo();
+        build.args(["build", "-p", "codex-wire", "--bin", "codex-wire"]);
+        if !debug {
+            build.args(["--profile", "dist"]);
+        }
+        let status = build
+            .current_dir(&root)
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("cargo build failed ({status})"));
+        }
+        root.join("target")
+            .join(if debug { "debug" } else { "dist" })
+            .join(exe)
+    };
 
     let out = root.join("target/npm");
     let stage = out.join("stage");

@@ -66,11 +66,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "--pip-check") {
         return pip_check(&root);
     }
-    build(&root, &root.join("target/wheels"), debug).map(|_| ())
+    // What ships is profile-guided (`cargo xtask pgo`); `--no-pgo` builds what `pip wheel .`
+    // builds from a checkout.
+    let pgo = !debug && !args.iter().any(|a| a == "--no-pgo");
+    build(&root, &root.join("target/wheels"), debug, pgo).map(|_| ())
 }
 
 /// `cargo xtask wheel` into `out`; returns the wheel.
-fn build(root: &Path, out: &Path, debug: bool) -> Result<PathBuf, String> {
+fn build(root: &Path, out: &Path, debug: bool, pgo: bool) -> Result<PathBuf, String> {
     let maturin = maturin(
         &root.join("target/tmp/wheel-tools"),
         &maturin_requirement(root)?,
@@ -84,6 +87,14 @@ fn build(root: &Path, out: &Path, debug: bool) -> Result<PathBuf, String> {
     // `--debug` overrides it with the tests' own build.
     if debug {
         cmd.args(["--profile", "dev"]);
+    }
+    if pgo {
+        // The profile trained afresh, handed to maturin's cargo for the host triple (so that
+        // it reaches the binary's crates, not build scripts), in PGO's own target directory.
+        let (flags, dir, host) = crate::pgo::rustflags(root)?;
+        cmd.args(["--target", &host])
+            .env("RUSTFLAGS", flags)
+            .env("CARGO_TARGET_DIR", dir);
     }
     let status = cmd.status().map_err(|e| format!("maturin: {e}"))?;
     if !status.success() {
@@ -119,8 +130,9 @@ const MAX_BINARY: u64 = 40_000_000;
 
 /// `cargo xtask wheel --pip-check` (a CI step: the fat-LTO build takes minutes, too long for
 /// `cargo test`): the wheel built the standard Python way (`pip wheel .` in a fresh venv, maturin
-/// installed by pip's build isolation from pyproject's pin) and the one `cargo xtask wheel` builds
-/// ship the same binary, byte for byte, stripped and under [`MAX_BINARY`].
+/// installed by pip's build isolation from pyproject's pin) and the one `cargo xtask wheel
+/// --no-pgo` builds ship the same binary, byte for byte, stripped and under [`MAX_BINARY`]
+/// (`pip wheel .` cannot hand rustc a profile, so the profile-guided wheel is another binary).
 fn pip_check(root: &Path) -> Result<(), String> {
     let dir = root.join("target/tmp/pip-check");
     let _ = std::fs::remove_dir_all(&dir);
@@ -149,7 +161,7 @@ fn pip_check(root: &Path) -> Result<(), String> {
         by_pip.display(),
         t0.elapsed().as_secs_f64()
     );
-    let by_xtask = build(root, &dir.join("xtask"), false)?;
+    let by_xtask = build(root, &dir.join("xtask"), false, false)?;
     let a = wheel_binary(&venv, &by_pip, &dir.join("pip-bin"))?;
     let b = wheel_binary(&venv, &by_xtask, &dir.join("xtask-bin"))?;
     let (ba, bb) = (read(&a)?, read(&b)?);
