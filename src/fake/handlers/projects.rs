@@ -118,7 +118,7 @@ impl H<'_> {
     }
 
     /// `project/create` and `project/import`: the name, the key, the roots, then the key's
-    /// history; an import's threads must be stored ones.
+    /// history; an import's threads must be stored ones (not ephemeral).
     pub(super) fn project_create(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
         let name = p["name"].as_str().unwrap_or_default().trim().to_string();
         let key = p["idempotencyKey"].as_str().unwrap_or_default();
@@ -152,7 +152,12 @@ impl H<'_> {
         let mut recency: Option<i64> = None;
         for t in &threads {
             let info = &store["threads"][t];
-            if !info.is_object() || !crate::fake::threads::materialized(info) {
+            // codex's thread store holds neither a thread with no persisted change nor an
+            // ephemeral one, turns or not (fidelity s13130001_0192 on 0.171.0).
+            let stored = info.is_object()
+                && info["ephemeral"] != true
+                && crate::fake::threads::materialized(info);
+            if !stored {
                 return Err(invalid(&format!("thread not found: {t}")));
             }
             recency = recency.max(info["updatedAt"].as_i64());
