@@ -279,13 +279,17 @@ impl H<'_> {
             return Err("existingCall transport does not support prompt".into());
         }
         let (thread_id, _) = self.fake.loaded_thread(p)?;
-        // Accepted, then failed: a text session on an existing call needs realtime v2, any
-        // other an API key (what either would do once running is not modeled).
-        let message = if existing_call {
-            if p["outputModality"] != "text" {
-                return self.not_modeled("thread/realtime/start");
-            }
+        // Accepted, then failed as codex builds the session's config, before it connects
+        // (`build_realtime_session_config`): text output needs realtime v2, whatever the login
+        // (the version asked for; else v1 on an existing call, else the configured one, v2 by
+        // default: fidelity s13130001_0013 asked v3 on 0.171.0). Then a session needs an API
+        // key (what either would do once running is not modeled).
+        let default = if existing_call { "v1" } else { "v2" };
+        let version = p["version"].as_str().unwrap_or(default);
+        let message = if p["outputModality"] == "text" && version != "v2" {
             "text realtime output modality requires realtime v2"
+        } else if existing_call {
+            return self.not_modeled("thread/realtime/start");
         } else {
             if self.has_api_key() {
                 return self.not_modeled("thread/realtime/start");
