@@ -812,7 +812,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("threadId", Read),
             ("transport", Read),
             ("version", Read),
-            ("voice", Unmodeled(NOT_KEPT)),
+            ("voice", Read),
             ("voiceSessionId", Unmodeled(NOT_KEPT)),
         ],
     ),

@@ -286,15 +286,31 @@ impl H<'_> {
         // key (what either would do once running is not modeled).
         let default = if existing_call { "v1" } else { "v2" };
         let version = p["version"].as_str().unwrap_or(default);
+        // The voice asked for must be one of the version's (`validate_realtime_voice`), the
+        // lists `thread/realtime/listVoices` gives (fidelity s14140001_0076 on 0.171.0); a
+        // voice from config.toml is not modeled.
+        let voices = defaults::result_for(self.fake.protocol, "thread/realtime/listVoices");
+        let supported: Vec<&str> = voices["voices"][version]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let voice = p["voice"].as_str().filter(|v| !supported.contains(v));
         let message = if p["outputModality"] == "text" && version != "v2" {
-            "text realtime output modality requires realtime v2"
+            "text realtime output modality requires realtime v2".to_string()
+        } else if let Some(voice) = voice {
+            format!(
+                "realtime voice `{voice}` is not supported for {version}; supported voices: {}",
+                supported.join(", ")
+            )
         } else if existing_call {
             return self.not_modeled("thread/realtime/start");
         } else {
             if self.has_api_key() {
                 return self.not_modeled("thread/realtime/start");
             }
-            "realtime conversation requires API key auth"
+            "realtime conversation requires API key auth".to_string()
         };
         self.result(id, json!({}));
         self.notify(
