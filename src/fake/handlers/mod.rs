@@ -217,9 +217,7 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/decrement_elicitation", |h, id, p| {
         h.elicitation(id, p, false)
     }),
-    ("thread/items/read", |h, _, p| {
-        h.refused("thread/items/read", p)
-    }),
+    ("thread/items/read", |h, id, p| h.items_read(id, p)),
     ("thread/inject_items", |h, _, p| {
         h.refused("thread/inject_items", p)
     }),
@@ -342,6 +340,9 @@ const RULES: &[(&str, Handler)] = &[
     }),
     ("plugin/share/updateTargets", |h, _, p| h.share_targets(p)),
     ("marketplace/add", |h, _, p| h.marketplace_add(p)),
+    ("marketplace/upgrade", |h, id, p| {
+        h.marketplace_upgrade(id, p)
+    }),
     ("account/gatewayOAuth/login", |h, _, p| h.gateway_login(p)),
     ("remoteControl/pairing/start", |h, _, p| {
         h.pairing("remoteControl/pairing/start", p)

@@ -561,7 +561,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         "thread/items/read",
         &[
             ("itemIds", Read),
-            ("threadId", Unmodeled(REFUSED)),
+            ("threadId", Read),
             ("turnId", Unmodeled(REFUSED)),
         ],
     ),
@@ -730,10 +730,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("limit", Unmodeled(FIXED)),
         ],
     ),
-    (
-        "hooks/list",
-        &[("cwds", Read), ("threadId", Unmodeled(FIXED))],
-    ),
+    ("hooks/list", &[("cwds", Read), ("threadId", Read)]),
     (
         "command/exec",
         &[
@@ -919,6 +916,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ),
     ("thread/guardianReview", &[("threadId", Read)]),
     ("marketplace/remove", &[("marketplaceName", Read)]),
+    ("marketplace/upgrade", &[("marketplaceName", Read)]),
     (
         "plugin/skill/read",
         &[

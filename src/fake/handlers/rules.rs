@@ -101,6 +101,17 @@ impl H<'_> {
         Ok(())
     }
 
+    /// `thread/items/read`: the ids' count, then the thread's id, then not supported, whatever
+    /// the thread (fidelity s14140001_0160; probed on 0.163.0, 0.169.0 and 0.171.0).
+    pub(super) fn items_read(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let n = p["itemIds"].as_array().map_or(0, Vec::len);
+        if !(1..=100).contains(&n) {
+            return Err("itemIds must contain 1 to 100 IDs".into());
+        }
+        crate::fake::threads::check_uuid(s(p, "threadId"), "thread")?;
+        self.unsupported(id, "thread/items/read")
+    }
+
     /// `command/exec/*` and `process/*` on a process: no such process is running here.
     pub(super) fn process_call(&self, method: &str, p: &Value) -> Result<(), String> {
         let (exec, id) = match method.strip_prefix("command/exec/") {
@@ -588,6 +599,30 @@ impl H<'_> {
     }
 
     /// `marketplace/remove`: no marketplace is configured or installed here.
+    /// `marketplace/upgrade`: every Git marketplace, or the one named, which must be
+    /// configured as one (fidelity s14140001_0037; probed on 0.163.0, 0.169.0 and 0.171.0).
+    /// Upgrading one would reach the network (not modeled).
+    pub(super) fn marketplace_upgrade(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let marketplaces = self.user_table().remove("marketplaces").unwrap_or_default();
+        let git = |m: &Value| m["source_type"] == "git";
+        match p["marketplaceName"].as_str() {
+            Some(name) if !marketplaces.get(name).is_some_and(git) => Err(format!(
+                "marketplace `{name}` is not configured as a Git marketplace"
+            )),
+            None if !marketplaces
+                .as_object()
+                .is_some_and(|m| m.values().any(git)) =>
+            {
+                self.result(
+                    id,
+                    json!({"selectedMarketplaces": [], "upgradedRoots": [], "errors": []}),
+                );
+                Ok(())
+            }
+            _ => self.not_modeled("marketplace/upgrade"),
+        }
+    }
+
     pub(super) fn marketplace_remove(&self, p: &Value) -> Result<(), String> {
         let name = s(p, "marketplaceName");
         if name.is_empty() {
@@ -1120,13 +1155,6 @@ impl H<'_> {
     /// Refusals of an id nothing here names, and of requests missing their input.
     pub(super) fn refused(&self, method: &str, p: &Value) -> Result<(), String> {
         Err(match method {
-            "thread/items/read" => {
-                let n = p["itemIds"].as_array().map_or(0, Vec::len);
-                if (1..=100).contains(&n) {
-                    return self.not_modeled(method);
-                }
-                "itemIds must contain 1 to 100 IDs".into()
-            }
             // The thread's id is parsed first (fidelity s7070001_0157).
             "thread/inject_items"
                 if crate::fake::threads::check_uuid(s(p, "threadId"), "thread").is_err() =>
@@ -1294,11 +1322,22 @@ impl H<'_> {
                 p,
                 "permission profiles",
             )?,
-            // No hooks: one entry per cwd asked about (the server's own by default).
+            // No hooks: one entry per cwd asked about (the server's own by default), or the
+            // loaded thread's, named instead of cwds (from 0.169.0: an older version drops
+            // `threadId`; probed on 0.163.0, 0.169.0 and 0.171.0, fidelity s14140001_0157).
             "hooks/list" => {
-                let cwds: Vec<Value> = match p["cwds"].as_array() {
-                    Some(c) if !c.is_empty() => c.clone(),
-                    _ => vec![json!(self.fake.cwd)],
+                let asked = p["cwds"].as_array().filter(|c| !c.is_empty());
+                let cwds: Vec<Value> = match (p["threadId"].is_string(), asked) {
+                    (true, Some(_)) => return Err("specify either threadId or cwds".into()),
+                    (true, None) => {
+                        let (_, info) = self.fake.loaded_thread(p)?;
+                        vec![info
+                            .get("cwd")
+                            .cloned()
+                            .unwrap_or_else(|| json!(self.fake.cwd))]
+                    }
+                    (false, Some(c)) => c.clone(),
+                    (false, None) => vec![json!(self.fake.cwd)],
                 };
                 json!({"data": cwds.iter().map(|c| json!({"cwd": c, "hooks": [],
                                                           "warnings": [], "errors": []}))

@@ -495,6 +495,9 @@ impl H<'_> {
     /// `thread/unsubscribe`: the thread stays loaded; this connection is off its list.
     pub(super) fn unsubscribe(&self, id: &Value, params: &Value) -> Result<(), String> {
         let thread_id = params["threadId"].as_str().unwrap_or_default().to_string();
+        // The id is parsed first (fidelity s14140001_0015; probed on 0.163.0, 0.169.0 and
+        // 0.171.0).
+        crate::fake::threads::check_uuid(&thread_id, "thread")?;
         let status = if !lock(&self.fake.loaded).contains(&thread_id) {
             "notLoaded"
         } else if lock(&self.unsubscribed).insert(thread_id) {
