@@ -208,7 +208,9 @@ impl H<'_> {
                 self.turns_page(&thread_id, &info, &params["initialTurnsPage"]);
         }
         self.result(id, result);
-        self.report_usage(&thread_id, &info);
+        if with_turns {
+            self.report_usage(&thread_id, &info);
+        }
         // The thread's goal as it stands, whatever its status; none is announced cleared
         // (fidelity s7070001_0475: a goal completed before the restart).
         if info["goal"].is_object() {
@@ -363,9 +365,16 @@ impl H<'_> {
                 info["preview"].clone()
             };
         new["forkedFromId"] = json!(source);
-        // Its source's `daybreakEnabled` too (fork params have none; all three versions), and
-        // its name (60_thread_materialized). A fork is stored as it is made.
-        for key in ["usage", "lastUsage", "daybreakEnabled", "name"] {
+        // Its source's `daybreakEnabled` too (fork params have none; all three versions), its
+        // name (60_thread_materialized) and the plugins its turns disabled (fidelity
+        // s14140001_0172 on 0.171.0). A fork is stored as it is made.
+        for key in [
+            "usage",
+            "lastUsage",
+            "daybreakEnabled",
+            "name",
+            "disabledPluginIds",
+        ] {
             new[key] = info[key].clone();
         }
         new["materialized"] = json!(true);
@@ -382,7 +391,9 @@ impl H<'_> {
         // The fork's session start speaks before its result (0.171.0, f31).
         self.session_started(&thread_id);
         self.result(id, self.thread_response(&thread_id, &new, with_turns));
-        self.report_usage(&thread_id, &new);
+        if with_turns {
+            self.report_usage(&thread_id, &new);
+        }
         self.notify(
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &new, false)}),

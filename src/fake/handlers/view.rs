@@ -138,7 +138,8 @@ impl H<'_> {
             "thread": self.thread_payload(thread_id, info, with_turns),
             "model": self.model_of(info), "modelProvider": self.provider_of(info),
             "serviceTier": self.fake.catalog.served_tier(&info["serviceTier"], &self.model_of(info)),
-            "disabledPluginIds": [], "cwd": cwd, "runtimeWorkspaceRoots": self.roots_of(info),
+            "disabledPluginIds": plugins_of(info), "cwd": cwd,
+            "runtimeWorkspaceRoots": self.roots_of(info),
             "instructionSources": [],
             "approvalPolicy": self.approval_policy_of(info),
             "approvalsReviewer": self.reviewer_of(info),
@@ -235,12 +236,8 @@ impl H<'_> {
     pub(super) fn thread_settings(&self, info: &Value) -> Value {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
         let (sandbox, profile) = self.sandbox_of(info);
-        let plugins = match &info["disabledPluginIds"] {
-            Value::Array(a) => Value::Array(a.clone()),
-            _ => json!([]),
-        };
         json!({
-            "disabledPluginIds": plugins, "cwd": cwd,
+            "disabledPluginIds": plugins_of(info), "cwd": cwd,
             "environments": self.environments_of(info),
             "approvalPolicy": self.approval_policy_of(info),
             "approvalsReviewer": self.reviewer_of(info),
@@ -255,6 +252,8 @@ impl H<'_> {
 
     /// A thread taken up with turns (resumed, forked) reports its usage as of its last turn
     /// (only once a model response has reported usage: a turn that died first left none).
+    /// Taken up without them (`excludeTurns`), it reports none: codex skips the history replay
+    /// (app-server `send_thread_token_usage_update_to_connection`; turn scenario 104).
     pub(super) fn report_usage(&self, thread_id: &str, info: &Value) {
         let last_turn = info["turns"].as_array().and_then(|t| t.last());
         if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
@@ -318,4 +317,13 @@ pub(super) fn strs(v: &Value) -> Vec<&str> {
         .flatten()
         .filter_map(Value::as_str)
         .collect()
+}
+
+/// The plugins a thread's turns or settings updates disabled: a fork or a resume shows them too
+/// (fidelity s14140001_0172 on 0.171.0).
+fn plugins_of(info: &Value) -> Value {
+    match &info["disabledPluginIds"] {
+        Value::Array(a) => Value::Array(a.clone()),
+        _ => json!([]),
+    }
 }
