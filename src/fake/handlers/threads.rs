@@ -208,7 +208,9 @@ impl H<'_> {
                 self.turns_page(&thread_id, &info, &params["initialTurnsPage"]);
         }
         self.result(id, result);
-        if with_turns {
+        // Rejoining a loaded thread without its turns replays no usage; a cold resume restores
+        // it either way (kept f14, f21, … on every version; turn scenario 104).
+        if with_turns || newly {
             self.report_usage(&thread_id, &info);
         }
         // The thread's goal as it stands, whatever its status; none is announced cleared

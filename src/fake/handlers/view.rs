@@ -252,8 +252,10 @@ impl H<'_> {
 
     /// A thread taken up with turns (resumed, forked) reports its usage as of its last turn
     /// (only once a model response has reported usage: a turn that died first left none).
-    /// Taken up without them (`excludeTurns`), it reports none: codex skips the history replay
-    /// (app-server `send_thread_token_usage_update_to_connection`; turn scenario 104).
+    /// A loaded thread resumed, or a thread forked, without its turns (`excludeTurns`) reports
+    /// none: codex skips the history replay (app-server
+    /// `send_thread_token_usage_update_to_connection`; turn scenario 104); a cold resume
+    /// restores it either way (the callers decide).
     pub(super) fn report_usage(&self, thread_id: &str, info: &Value) {
         let last_turn = info["turns"].as_array().and_then(|t| t.last());
         if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
