@@ -77,28 +77,45 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
         }
     }
     // Per run: its schema drift, and where it parts from the recording.
-    let mut results: Vec<(String, Option<diff::Mismatch>)> =
-        harness::run_parallel(PARALLEL, &jobs, |&(p, case)| {
-            let version = p.version;
-            let recorded = Path::new(&corpus(version)).join(format!("{}.real.jsonl", case.name));
-            let real = std::fs::read_to_string(&recorded).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e} (cargo xtask turns --record --version {version})",
-                    recorded.display()
-                )
-            });
-            let server = Server::Fake {
-                bin,
-                version: Some(version),
-            };
-            let fake = harness::run(case, &server, &work.join(version).join(&case.name))
-                .unwrap_or_else(|e| panic!("{version} {}: the fake run failed: {e}", case.name));
-            let fake = std::fs::read_to_string(fake).unwrap();
-            let drift = schema_drift(p, &case.name, &fake, &real).join("\n");
-            let result =
-                diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
-            (drift, result.err())
+    let judge = |&(p, case): &(&'static codex_wire::Protocol, &harness::Case)| {
+        let version = p.version;
+        let recorded = Path::new(&corpus(version)).join(format!("{}.real.jsonl", case.name));
+        let real = std::fs::read_to_string(&recorded).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (cargo xtask turns --record --version {version})",
+                recorded.display()
+            )
         });
+        let server = Server::Fake {
+            bin,
+            version: Some(version),
+        };
+        let fake = harness::run(case, &server, &work.join(version).join(&case.name))
+            .unwrap_or_else(|e| panic!("{version} {}: the fake run failed: {e}", case.name));
+        let fake = std::fs::read_to_string(fake).unwrap();
+        let drift = schema_drift(p, &case.name, &fake, &real).join("\n");
+        let result = diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap());
+        (drift, result.err())
+    };
+    let mut results: Vec<(String, Option<diff::Mismatch>)> =
+        harness::run_parallel(PARALLEL, &jobs, judge);
+    // A scenario whose order rests on a few milliseconds of the real server's timing (an
+    // announcement ~2 ms after its result, `101`) can part from its recording when the machine
+    // is loaded (this test beside every other test binary): one that differs is run once more,
+    // alone, and judged on that run. A fake that is wrong differs alone too.
+    for (i, job) in jobs.iter().enumerate() {
+        let listed = known(job.0.version).iter().any(|(n, _)| *n == job.1.name);
+        if results[i].1.is_some() && !listed {
+            let again = judge(job);
+            if again.1.is_none() {
+                eprintln!(
+                    "{} {}: differed beside the other runs, identical alone",
+                    job.0.version, job.1.name
+                );
+            }
+            results[i] = again;
+        }
+    }
     let (mut failures, mut stale, mut drift) = (Vec::new(), Vec::new(), Vec::new());
     for p in codex_wire::versions() {
         let version = p.version;
