@@ -97,6 +97,9 @@ pub struct Resolved {
     pub provider: String,
     pub effort: Value,
     pub service_tier: Value,
+    /// The configured tier when the model does not advertise it (so `service_tier` is null):
+    /// still the thread's setting, shown once a turn or an update carries settings.
+    pub configured_tier: Value,
     /// `warning` notifications the thread's start sends (after `thread/started`).
     pub warnings: Vec<String>,
     /// Where the sandbox came from (`mode:<mode>`, `profile:<id>`, or none): what a fork keeps.
@@ -117,6 +120,12 @@ impl Resolved {
         info["provider"] = json!(self.provider);
         info["effort"] = self.effort.clone();
         info["serviceTier"] = self.service_tier.clone();
+        match (&self.configured_tier, info.as_object_mut()) {
+            (Value::Null, Some(m)) => {
+                m.remove(CONFIGURED_TIER);
+            }
+            (t, _) => info[CONFIGURED_TIER] = t.clone(),
+        }
         info["sandboxSetting"] = self.setting.clone();
     }
 }
@@ -359,11 +368,20 @@ pub fn for_start(
     // s11110001_0120; probed on 0.171.0). A tier the request names stays the thread's setting
     // all the same (fidelity s13130001_0107: a later settings change shows it), except on a
     // version that drops it too (`requested_service_tier_served_only`).
-    let service_tier =
+    let (service_tier, configured_tier) =
         if params.get("serviceTier").is_some() && !facts.requested_service_tier_served_only {
-            service_tier
+            (service_tier, Value::Null)
         } else {
-            catalog.served_tier(&service_tier, &model)
+            let served = catalog.served_tier(&service_tier, &model);
+            let configured = if served == service_tier
+                || params.get("serviceTier").is_some()
+                || facts.requested_service_tier_served_only
+            {
+                Value::Null
+            } else {
+                service_tier
+            };
+            (served, configured)
         };
     let setting = match &sandbox {
         Sandbox::Default => Value::Null,
@@ -392,6 +410,7 @@ pub fn for_start(
         model,
         provider,
         service_tier,
+        configured_tier,
     })
 }
 
@@ -431,6 +450,25 @@ fn collaboration_mode(mode: &Value, texts: &ModeTexts) -> Value {
                         "developer_instructions": instructions}})
 }
 
+/// Where a thread keeps a configured tier it does not yet show ([`Resolved::configured_tier`]).
+const CONFIGURED_TIER: &str = "configuredServiceTier";
+
+/// The params by which a turn (or `thread/settings/update`) carries settings.
+pub const SETTING_PARAMS: &[&str] = &[
+    "cwd",
+    "approvalPolicy",
+    "approvalsReviewer",
+    "sandboxPolicy",
+    "permissions",
+    "model",
+    "serviceTier",
+    "effort",
+    "summary",
+    "personality",
+    "collaborationMode",
+    "environments",
+];
+
 /// `turn/start`'s settings over a thread's (`build_thread_settings_overrides`): each param
 /// given replaces the thread's setting, and stays for later turns. Returns the thread's info
 /// with them applied, or the real server's error. Checked on 0.171.0, param by param.
@@ -446,6 +484,17 @@ pub fn for_turn(
         return Err("`permissions` cannot be combined with `sandboxPolicy`".into());
     }
     let mut next = info.clone();
+    // A configured tier the model does not advertise is left out of the thread's start (shown
+    // null) but stays its setting: the first turn or update that carries settings shows it; a
+    // plain turn announces nothing (fidelity s14140001_0243, from the thread's `config` or
+    // config.toml; probed on 0.171.0).
+    if let Some(t) = next.as_object_mut().and_then(|m| m.remove(CONFIGURED_TIER)) {
+        if SETTING_PARAMS.iter().any(|k| given(k).is_some()) {
+            next["serviceTier"] = t;
+        } else {
+            next[CONFIGURED_TIER] = t;
+        }
+    }
     let old_cwd = info["cwd"].as_str().unwrap_or("/").to_string();
     // Where the thread works: environments, cwd, workspace roots.
     let envs = environments(&params["environments"])?;

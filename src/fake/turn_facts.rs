@@ -58,8 +58,10 @@ pub struct TurnFacts {
     /// `review/start` with `delivery: "detached"` first sends a `deprecationNotice` (before any
     /// check of its params).
     pub review_detached_deprecated: bool,
-    /// A service tier `thread/start` names is the thread's setting only where its model serves
-    /// it, as a configured one is (else it is kept).
+    /// A service tier `thread/start` names, or the configuration sets, is the thread's setting
+    /// only where its model serves it (else it is kept: a requested one shown, a configured one
+    /// shown from the first turn that carries settings; 0.163.0 drops both, fidelity
+    /// s14140001_0243).
     pub requested_service_tier_served_only: bool,
 }
 

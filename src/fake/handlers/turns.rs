@@ -119,7 +119,9 @@ impl H<'_> {
                 // starts (every time, changed or not), and a change of permissions adds their
                 // instructions and world state after its start (fidelity s6060001_0056 and
                 // _0135 on 0.171.0). A thread's first turn writes its settings anyway.
-                let carries = SETTING_PARAMS.iter().any(|k| !params[*k].is_null());
+                let carries = settings::SETTING_PARAMS
+                    .iter()
+                    .any(|k| !params[*k].is_null());
                 // A cold resume's own settings entry on versions that write one.
                 let resumed = next
                     .as_object_mut()
@@ -348,18 +350,3 @@ struct Applied {
     /// Whether what this version shows of them changed.
     changed: bool,
 }
-
-const SETTING_PARAMS: &[&str] = &[
-    "cwd",
-    "approvalPolicy",
-    "approvalsReviewer",
-    "sandboxPolicy",
-    "permissions",
-    "model",
-    "serviceTier",
-    "effort",
-    "summary",
-    "personality",
-    "collaborationMode",
-    "environments",
-];
