@@ -192,6 +192,27 @@ impl Config {
         c
     }
 
+    /// The `[features]` flags a config layer (a thread's `config` param, dotted keys or
+    /// tables) sets, by name.
+    pub fn layer_features(
+        overrides: &serde_json::Map<String, Value>,
+    ) -> serde_json::Map<String, Value> {
+        let mut t = toml::Table::new();
+        for (k, v) in overrides {
+            if let Some(v) = to_toml(v) {
+                set(&mut t, k, v);
+            }
+        }
+        t.get("features")
+            .and_then(toml::Value::as_table)
+            .map(|f| {
+                f.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), Value::Bool(v.as_bool()?))))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn of(t: toml::Table) -> Config {
         let s = |k: &str| get(&t, k).and_then(|v| v.as_str()).map(str::to_string);
         let provider = s("model_provider").unwrap_or_else(|| "openai".into());

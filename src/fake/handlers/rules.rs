@@ -8,7 +8,7 @@ use super::view::H;
 use crate::fake::defaults;
 use crate::fake::state::lock;
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -484,19 +484,31 @@ impl H<'_> {
         let Some(data) = all["data"].as_array() else {
             return self.not_modeled(method);
         };
-        if let Some(t) = p["threadId"].as_str() {
-            // The cursor is checked first.
-            offset_page(data, p, "feature flags")?;
-            crate::fake::threads::check_uuid(t, "thread")?;
-            // What a thread's own config enables is not modeled.
-            return self.not_modeled(method);
-        }
+        // A thread's flags: its own `config` layer over the process's (codex loads the latest
+        // config for the thread, `load_latest_config_for_thread`); the id is checked first,
+        // then that the thread is loaded, then the cursor (fidelity s14140001_0232, turn
+        // scenario 105).
+        let thread_flags = match p["threadId"].as_str() {
+            Some(_) => {
+                let (_, info) = self.fake.loaded_thread(p)?;
+                info["configFeatures"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+            }
+            None => Map::new(),
+        };
         // Each flag as this process has it: configured, else enabled at run time.
         let data: Vec<Value> = data
             .iter()
             .map(|f| {
                 let mut f = f.clone();
-                if let Some(on) = f["name"].as_str().and_then(|n| self.feature_enabled(n)) {
+                let name = f["name"].as_str().unwrap_or_default();
+                let on = thread_flags
+                    .get(name)
+                    .and_then(Value::as_bool)
+                    .or_else(|| self.feature_enabled(name));
+                if let Some(on) = on {
                     f["enabled"] = json!(on);
                 }
                 f

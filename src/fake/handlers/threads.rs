@@ -46,6 +46,13 @@ impl H<'_> {
             "daybreakEnabled": params["daybreakEnabled"], "personality": params["personality"],
         });
         resolved.store(&mut info);
+        // The flags its own `config` sets: what `experimentalFeature/list` shows for it.
+        if let Some(layer) = params["config"].as_object() {
+            let features = crate::fake::config::Config::layer_features(layer);
+            if !features.is_empty() {
+                info["configFeatures"] = Value::Object(features);
+            }
+        }
         // The tools a `tool_call` step may call (any other name never reaches the client).
         if params["dynamicTools"].is_array() {
             info["dynamicTools"] = params["dynamicTools"].clone();
