@@ -380,6 +380,7 @@ impl H<'_> {
         for key in [
             "usage",
             "lastUsage",
+            "usageTurnId",
             "daybreakEnabled",
             "name",
             "disabledPluginIds",

@@ -256,8 +256,14 @@ impl H<'_> {
     /// none: codex skips the history replay (app-server
     /// `send_thread_token_usage_update_to_connection`; turn scenario 104); a cold resume
     /// restores it either way (the callers decide).
+    /// The turn named is the one the latest usage came in (app-server
+    /// `restored_token_usage_turn_id`: a later turn that failed before any response reported
+    /// none; fidelity s14140001_0287), else the last.
     pub(super) fn report_usage(&self, thread_id: &str, info: &Value) {
-        let last_turn = info["turns"].as_array().and_then(|t| t.last());
+        let turns = info["turns"].as_array();
+        let last_turn = turns
+            .and_then(|t| t.iter().find(|t| t["id"] == info["usageTurnId"]))
+            .or_else(|| turns.and_then(|t| t.last()));
         if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
             let zeros = turn::breakdown(0, 0, 0, 0);
             let or_zeros = |v: &Value| {

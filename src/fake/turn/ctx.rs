@@ -380,9 +380,11 @@ impl<'a> Ctx<'a> {
         let u = self.usage.take().unwrap_or_default();
         let last = breakdown(u.input_tokens, u.cached(), u.output_tokens, u.reasoning());
         let thread_id = self.ctl.thread_id.clone();
+        let turn_id = self.turn_id.clone();
         let total = self.conn.fake.store.update(|d| {
-            // Kept for the usage a resumed thread reports.
+            // Kept for the usage a resumed thread reports, with the turn it came in.
             d["threads"][&thread_id]["lastUsage"] = last.clone();
+            d["threads"][&thread_id]["usageTurnId"] = json!(turn_id);
             let t = &mut d["threads"][&thread_id]["usage"];
             let sum = |k: &str| t[k].as_i64().unwrap_or(0) + last[k].as_i64().unwrap_or(0);
             *t = breakdown(
@@ -507,8 +509,10 @@ impl<'a> Ctx<'a> {
     pub(super) fn context_full(&self) {
         let window = context_window(self.conn, &self.ctl.thread_id);
         let thread_id = self.ctl.thread_id.clone();
+        let turn_id = self.turn_id.clone();
         let (total, last) = self.conn.fake.store.update(|d| {
             let t = &mut d["threads"][&thread_id];
+            t["usageTurnId"] = json!(turn_id);
             let before = t["usage"]["totalTokens"].as_i64().unwrap_or(0);
             let mut total = breakdown(0, 0, 0, 0);
             total["totalTokens"] = json!(window);
