@@ -123,6 +123,18 @@ impl<'a> Ctx<'a> {
         self.open = true;
     }
 
+    /// A model response began to stream: the turn a resumed thread's usage names from now on
+    /// (codex writes a usage record to the rollout once a response streams; one that failed
+    /// before any response left none: fidelity s14140001_0287 and 0287b, turn scenario 30's
+    /// crash mid-response names the crashed turn).
+    pub(super) fn streamed(&self) {
+        let thread_id = self.ctl.thread_id.clone();
+        let turn_id = self.turn_id.clone();
+        self.conn.fake.store.update(|d| {
+            d["threads"][&thread_id]["usageTurnId"] = json!(turn_id);
+        });
+    }
+
     pub(super) fn scope(&self, extra: Value) -> Value {
         let mut m = Map::new();
         m.insert("threadId".into(), json!(self.ctl.thread_id));

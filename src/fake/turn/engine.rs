@@ -51,6 +51,7 @@ impl<'a> Ctx<'a> {
                 Reply::Stream(outs) => outs,
             };
             self.resent = 0;
+            self.streamed();
             match self.sample(&steps, &outs) {
                 Ok(Sampled::Completed { follow_up }) => {
                     // A stream's retry budget is one sampling request's: a completed response
