@@ -461,6 +461,9 @@ impl H<'_> {
     /// `thread/readState/update`: marks the thread read (no unread position) or unread (from
     /// its start), guarded by the revision the client saw.
     pub(super) fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
+        // A malformed id is invalid params here (fidelity s15150001_0102 on 0.171.0).
+        crate::fake::threads::check_uuid(params["threadId"].as_str().unwrap_or_default(), "thread")
+            .map_err(|e| super::rules::invalid(&e))?;
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         // A thread has a read state once it is stored (its first persisted change).
         if !crate::fake::threads::materialized(&info) {
