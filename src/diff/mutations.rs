@@ -126,6 +126,31 @@ fn a_background_notification_moved_far_is_caught() {
 }
 
 #[test]
+fn a_search_session_s_end_moved_or_given_to_another_session_is_caught() {
+    let orig = lines("0.171.0", "107_file_search_sessions");
+    let completed = |l: &Value, s: &str| {
+        method_of(l) == "fuzzyFileSearch/sessionCompleted" && l["msg"]["params"]["sessionId"] == s
+    };
+    // Past the next request's reply: beyond the adjacent swap the real server shows.
+    let mut t = orig.clone();
+    let at = position(&t, |l| completed(l, "gone"));
+    let done = t.remove(at);
+    let reply = position(&t, |l| l["dir"] == "out" && l["msg"]["id"] == 3);
+    t.insert(reply + 1, done);
+    caught("a session's completion after the next reply", &orig, &t);
+    // Swapped with another session's update.
+    let mut t = orig.clone();
+    let at = position(&t, |l| completed(l, "gone"));
+    t[at]["msg"]["params"]["sessionId"] = json!("s1");
+    caught("another session's completion", &orig, &t);
+    // Missing.
+    let mut t = orig.clone();
+    let at = rposition(&t, |l| completed(l, "s1"));
+    t.remove(at);
+    caught("a missing completion", &orig, &t);
+}
+
+#[test]
 fn a_wrong_exit_status_and_a_missing_exit_are_caught() {
     let orig = lines("0.171.0", "17_restart_resume");
     let mut t = orig.clone();

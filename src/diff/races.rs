@@ -50,6 +50,13 @@ pub const TOLERANCES: &[Tolerance] = &[
                 (`thread/status/changed` active, `turn/started`, `thread/settings/updated`)",
     },
     Tolerance {
+        name: "search_session_end",
+        what: "a fuzzy file search session's `sessionUpdated` and `sessionCompleted` are sent by \
+               two of its threads (the matcher's, the walker's): for one session they come in \
+               either order",
+        bound: "the two adjacent messages only, of the same session",
+    },
+    Tolerance {
         name: "status_repeat",
         what: "a thread's status change sent twice in a row with the same status (a deleted \
                thread is marked unloaded by the request and by its listener seeing it shut down)",
@@ -194,6 +201,17 @@ fn settle(t: &mut Vec<Entry>, rules: &Rules) {
                 && method(&t[i + 2]) == Some("thread/status/changed")
             {
                 t.swap(i + 1, i + 2);
+            }
+        }
+    }
+    if rules.on("search_session_end") {
+        let session = |e: &Entry, m: &str| {
+            (method(e) == Some(m) && e.dir == "out").then(|| e.msg["params"]["sessionId"].clone())
+        };
+        for i in 0..t.len().saturating_sub(1) {
+            let done = session(&t[i], "fuzzyFileSearch/sessionCompleted");
+            if done.is_some() && done == session(&t[i + 1], "fuzzyFileSearch/sessionUpdated") {
+                t.swap(i, i + 1);
             }
         }
     }

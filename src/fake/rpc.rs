@@ -52,6 +52,8 @@ pub struct Fake {
     /// Threads with a `thread/settings/update` applied but not yet announced: the settings
     /// they last announced (`handlers::turns`).
     pub settings_unannounced: Mutex<HashMap<String, Value>>,
+    /// Fuzzy file search sessions open: their roots, by session id (`handlers::file_search`).
+    pub search_sessions: Mutex<HashMap<String, Vec<String>>>,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
@@ -95,6 +97,7 @@ impl Fake {
             dir,
             loaded: Mutex::new(HashSet::new()),
             settings_unannounced: Mutex::new(HashMap::new()),
+            search_sessions: Mutex::new(HashMap::new()),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: TurnFacts::of(protocol),
             catalog: super::catalog::Catalog::of(protocol),

@@ -75,7 +75,9 @@ pub struct Case {
     #[serde(default)]
     pub goal: Option<String>,
     /// After the turns, these requests in order (`{"method", "params"}`; see [`substitute`] for
-    /// the placeholders), each answered before the next: what a client reads back.
+    /// the placeholders), each answered before the next: what a client reads back. With
+    /// `"wait_for": METHOD`, also that notification (in either order) before the next; with
+    /// `"delay_ms": N`, sent N ms after the one before (what a server does meanwhile).
     #[serde(default)]
     pub after: Vec<Value>,
     /// After the turns, ask for a compaction and wait for it.

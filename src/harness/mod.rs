@@ -363,6 +363,9 @@ pub fn run_outcome(
         }
         let mut last = Value::Null;
         for req in &case.after {
+            if let Some(ms) = req["delay_ms"].as_u64() {
+                std::thread::sleep(Duration::from_millis(ms));
+            }
             let mut params = req["params"].clone();
             substitute(&mut params, &thread, &last["result"]);
             place(&mut params, &l);
@@ -370,7 +373,22 @@ pub fn run_outcome(
                 .as_str()
                 .ok_or("an `after` request without a method")?;
             let id = p.request(method, params)?;
-            last = c.response(&mut p, id)?;
+            last = match req["wait_for"].as_str() {
+                None => c.response(&mut p, id)?,
+                // The reply and a notification the request causes, in either order: what a
+                // client that waits for it sees (a search session's `sessionCompleted`).
+                Some(wanted) => {
+                    let (mut reply, mut seen) = (None, false);
+                    c.pump(&mut p, &mut |m| {
+                        if m["id"] == json!(id) && m.get("method").is_none() {
+                            reply = Some(m.clone());
+                        }
+                        seen |= m["method"] == wanted;
+                        reply.is_some() && seen
+                    })?;
+                    reply.unwrap_or_default()
+                }
+            };
         }
         if case.compact {
             p.request("thread/compact/start", json!({"threadId": thread}))?;

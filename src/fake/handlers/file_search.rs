@@ -20,7 +20,7 @@ use crate::fake::settings;
 use nucleo_matcher::pattern::{Atom, AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 /// codex's `MATCH_LIMIT`.
@@ -66,6 +66,74 @@ impl H<'_> {
         );
         self.result(id, serde_json::json!({ "files": files }));
         Ok(())
+    }
+
+    /// `fuzzyFileSearch/sessionStart`: a session over its roots (at least one). Its walk done,
+    /// it reports its (empty) query's matches, none, then that it completed
+    /// (107_file_search_sessions, 0.171.0). The real session reports from two threads as they
+    /// tick: a query sent before the walk is done is often reported alone, and the two
+    /// notifications of one report come in either order (tolerance `search_session_end`).
+    pub(super) fn search_session_start(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let session = p["sessionId"].as_str().unwrap_or_default().to_string();
+        let roots: Vec<String> = super::view::strs(&p["roots"])
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        if roots.is_empty() {
+            return Err(format!(
+                "{}failed to start fuzzy file search session: at least one search directory is \
+                 required",
+                crate::fake::rpc::INTERNAL_PREFIX
+            ));
+        }
+        crate::fake::state::lock(&self.fake.search_sessions).insert(session.clone(), roots);
+        self.result(id, json!({}));
+        self.search_session_report(&session, "", Vec::new());
+        Ok(())
+    }
+
+    /// `fuzzyFileSearch/sessionUpdate`: the session searches its roots for the new query (as
+    /// `fuzzyFileSearch` does) and reports the matches, then that it completed, after its
+    /// answer (107_file_search_sessions).
+    pub(super) fn search_session_update(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let session = p["sessionId"].as_str().unwrap_or_default().to_string();
+        let Some(roots) = crate::fake::state::lock(&self.fake.search_sessions)
+            .get(&session)
+            .cloned()
+        else {
+            return Err(format!("fuzzy file search session not found: {session}"));
+        };
+        let query = p["query"].as_str().unwrap_or_default();
+        let facts = &self.fake.turn_facts;
+        let files = search(
+            query,
+            &roots,
+            &self.fake.cwd,
+            !facts.file_search_path_score_only,
+            !facts.file_search_overlapping_roots_twice,
+        );
+        self.result(id, json!({}));
+        self.search_session_report(&session, query, files);
+        Ok(())
+    }
+
+    /// `fuzzyFileSearch/sessionStop`: the session is gone (an unknown one is no error).
+    pub(super) fn search_session_stop(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let session = p["sessionId"].as_str().unwrap_or_default();
+        crate::fake::state::lock(&self.fake.search_sessions).remove(session);
+        self.result(id, json!({}));
+        Ok(())
+    }
+
+    fn search_session_report(&self, session: &str, query: &str, files: Vec<Found>) {
+        self.notify(
+            "fuzzyFileSearch/sessionUpdated",
+            json!({"sessionId": session, "query": query, "files": files}),
+        );
+        self.notify(
+            "fuzzyFileSearch/sessionCompleted",
+            json!({"sessionId": session}),
+        );
     }
 }
 

@@ -253,11 +253,14 @@ const RULES: &[(&str, Handler)] = &[
     ("mcpServer/tool/call", |h, _, p| {
         h.refused("mcpServer/tool/call", p)
     }),
-    ("fuzzyFileSearch/sessionStart", |h, _, p| {
-        h.refused("fuzzyFileSearch/sessionStart", p)
+    ("fuzzyFileSearch/sessionStart", |h, id, p| {
+        h.search_session_start(id, p)
     }),
-    ("fuzzyFileSearch/sessionUpdate", |h, _, p| {
-        h.refused("fuzzyFileSearch/sessionUpdate", p)
+    ("fuzzyFileSearch/sessionUpdate", |h, id, p| {
+        h.search_session_update(id, p)
+    }),
+    ("fuzzyFileSearch/sessionStop", |h, id, p| {
+        h.search_session_stop(id, p)
     }),
     ("environment/info", |h, _, p| {
         h.refused("environment/info", p)

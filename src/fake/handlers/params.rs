@@ -691,12 +691,13 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ),
     (
         "fuzzyFileSearch/sessionStart",
-        &[("roots", Read), ("sessionId", Unmodeled(REFUSED))],
+        &[("roots", Read), ("sessionId", Read)],
     ),
     (
         "fuzzyFileSearch/sessionUpdate",
-        &[("query", Unmodeled(REFUSED)), ("sessionId", Read)],
+        &[("query", Read), ("sessionId", Read)],
     ),
+    ("fuzzyFileSearch/sessionStop", &[("sessionId", Read)]),
     ("environment/info", &[("environmentId", Read)]),
     ("environment/status", &[("environmentId", Read)]),
     ("userVerification/status", &[]),

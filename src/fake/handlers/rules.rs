@@ -1247,16 +1247,6 @@ impl H<'_> {
                     crate::fake::rpc::INTERNAL_PREFIX
                 )
             }
-            "fuzzyFileSearch/sessionStart" if p["roots"].as_array().is_none_or(Vec::is_empty) => {
-                format!(
-                    "{}failed to start fuzzy file search session: at least one search directory \
-                     is required",
-                    crate::fake::rpc::INTERNAL_PREFIX
-                )
-            }
-            "fuzzyFileSearch/sessionUpdate" => {
-                format!("fuzzy file search session not found: {}", s(p, "sessionId"))
-            }
             "environment/info" => {
                 format!("unknown environment id `{}`", s(p, "environmentId"))
             }
