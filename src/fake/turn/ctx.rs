@@ -345,6 +345,9 @@ impl<'a> Ctx<'a> {
             // The real server reports the aborted stream's usage and rate limits before it
             // answers `turn/interrupt`, and asks for attention if the turn had an answer.
             self.unfinished_response();
+            if self.open {
+                self.rollout.stream_aborted();
+            }
             if self.says_something() {
                 self.read_state();
             }

@@ -72,6 +72,13 @@ impl Rollout {
         self.add(if self.tool { 1 } else { 2 });
         self.tool = false;
     }
+    /// An interrupt while a response streams: codex writes the abandoned stream's token count
+    /// (a response that called a tool was read to its end already; fidelity s15150001_0029).
+    pub(super) fn stream_aborted(&mut self) {
+        if !self.tool {
+            self.add(1);
+        }
+    }
     pub(super) fn response_dropped(&mut self) {
         self.add(1);
         self.tool = false;
