@@ -611,7 +611,10 @@ impl<'a> Ctx<'a> {
             self.check()?;
             std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
         }
-        Ok(())
+        // And what came during the last sleep counts before what follows the wait (an
+        // interrupt sent on a message ends the turn before its tool call runs: fidelity
+        // s15150001_0246).
+        self.check()
     }
 }
 
