@@ -86,10 +86,19 @@ impl H<'_> {
     pub(super) fn command_exec(&self, id: &Value, p: &Value) -> Result<(), String> {
         self.command_exec_refusals(p)?;
         let on = |k: &str| p[k] == true;
-        if on("tty") || on("streamStdin") || on("streamStdoutStderr") {
+        // The permissions are resolved into the exec request before codex's process manager
+        // checks the streaming params (fidelity s16160001_0220).
+        let sandboxed = self.exec_sandboxed(p)?;
+        let streams = on("tty") || on("streamStdin") || on("streamStdoutStderr");
+        if streams && p["processId"].is_null() {
+            return Err(
+                "command/exec tty or streaming requires a client-supplied processId".into(),
+            );
+        }
+        if streams {
             return self.not_modeled("command/exec");
         }
-        let Some(sandboxed) = self.exec_sandboxed(p)? else {
+        let Some(sandboxed) = sandboxed else {
             return self.not_modeled("command/exec");
         };
         let argv = super::view::strs(&p["command"]);

@@ -269,6 +269,7 @@ const RULES: &[(&str, Handler)] = &[
         h.fixed(id, "userVerification/status", p)
     }),
     ("memory/status", |h, id, p| h.fixed(id, "memory/status", p)),
+    ("app/list", |h, id, p| h.app_list(id, p)),
     ("externalAgentConfig/import", |h, id, p| {
         h.external_import(id, p)
     }),

@@ -698,6 +698,15 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         &[("query", Read), ("sessionId", Read)],
     ),
     ("fuzzyFileSearch/sessionStop", &[("sessionId", Read)]),
+    (
+        "app/list",
+        &[
+            ("cursor", Unmodeled(GATED)),
+            ("forceRefetch", Unmodeled(GATED)),
+            ("limit", Unmodeled(GATED)),
+            ("threadId", Read),
+        ],
+    ),
     ("environment/info", &[("environmentId", Read)]),
     ("environment/status", &[("environmentId", Read)]),
     ("userVerification/status", &[]),

@@ -181,12 +181,6 @@ impl H<'_> {
                 "command/exec timeoutMs must be non-negative, got {t}"
             )));
         }
-        if p["processId"].is_null() && (on("tty") || on("streamStdin") || on("streamStdoutStderr"))
-        {
-            return Err(
-                "command/exec tty or streaming requires a client-supplied processId".into(),
-            );
-        }
         Ok(())
     }
 
@@ -516,6 +510,19 @@ impl H<'_> {
             .collect();
         let page = offset_page(&data, p, "feature flags")?;
         self.result(id, page);
+        Ok(())
+    }
+
+    /// `app/list`: a named thread must be loaded here (its id parsed first); without a ChatGPT
+    /// login no app is known, so the list is empty whatever the cursor (108_app_list_checks,
+    /// fidelity s16160001_0292).
+    pub(super) fn app_list(&self, id: &Value, p: &Value) -> Result<(), String> {
+        if !p["threadId"].is_null() {
+            self.fake.loaded_thread(p)?;
+        }
+        let method = "app/list";
+        let v = json!({"data": [], "nextCursor": null});
+        self.result(id, defaults::shaped(self.fake.protocol, method, v));
         Ok(())
     }
 
