@@ -463,7 +463,7 @@ impl H<'_> {
     pub(super) fn read_state_update(&self, id: &Value, params: &Value) -> Result<(), String> {
         // A malformed id is invalid params here (fidelity s15150001_0102 on 0.171.0).
         crate::fake::threads::check_uuid(params["threadId"].as_str().unwrap_or_default(), "thread")
-            .map_err(|e| super::rules::invalid(&e))?;
+            .map_err(|e| format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX))?;
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         // A thread has a read state once it is stored (its first persisted change).
         if !crate::fake::threads::materialized(&info) {
