@@ -52,20 +52,21 @@ struct Entry {
 impl H<'_> {
     pub(super) fn fuzzy_file_search(&self, id: &Value, p: &Value) -> Result<(), String> {
         let query = p["query"].as_str().unwrap_or_default();
-        let roots: Vec<String> = super::view::strs(&p["roots"])
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let files = self.search_roots(query, &roots_of(p));
+        self.result(id, json!({ "files": files }));
+        Ok(())
+    }
+
+    /// [`search`] as this version ranks and lists.
+    fn search_roots(&self, query: &str, roots: &[String]) -> Vec<Found> {
         let facts = &self.fake.turn_facts;
-        let files = search(
+        search(
             query,
-            &roots,
+            roots,
             &self.fake.cwd,
             !facts.file_search_path_score_only,
             !facts.file_search_overlapping_roots_twice,
-        );
-        self.result(id, serde_json::json!({ "files": files }));
-        Ok(())
+        )
     }
 
     /// `fuzzyFileSearch/sessionStart`: a session over its roots (at least one). Its walk done,
@@ -75,10 +76,7 @@ impl H<'_> {
     /// notifications of one report come in either order (tolerance `search_session_end`).
     pub(super) fn search_session_start(&self, id: &Value, p: &Value) -> Result<(), String> {
         let session = p["sessionId"].as_str().unwrap_or_default().to_string();
-        let roots: Vec<String> = super::view::strs(&p["roots"])
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let roots = roots_of(p);
         if roots.is_empty() {
             return Err(format!(
                 "{}failed to start fuzzy file search session: at least one search directory is \
@@ -104,14 +102,7 @@ impl H<'_> {
             return Err(format!("fuzzy file search session not found: {session}"));
         };
         let query = p["query"].as_str().unwrap_or_default();
-        let facts = &self.fake.turn_facts;
-        let files = search(
-            query,
-            &roots,
-            &self.fake.cwd,
-            !facts.file_search_path_score_only,
-            !facts.file_search_overlapping_roots_twice,
-        );
+        let files = self.search_roots(query, &roots);
         self.result(id, json!({}));
         self.search_session_report(&session, query, files);
         Ok(())
@@ -135,6 +126,14 @@ impl H<'_> {
             json!({"sessionId": session}),
         );
     }
+}
+
+/// A request's `roots`.
+fn roots_of(p: &Value) -> Vec<String> {
+    super::view::strs(&p["roots"])
+        .into_iter()
+        .map(str::to_string)
+        .collect()
 }
 
 /// The walk of every root, in the order given: an entry is named from the deepest root that
