@@ -61,18 +61,27 @@ pub fn approval_command_actions_with_home(
         .collect()
 }
 
+/// The commands codex's exec policy checks one by one: each plain command of the script, else
+/// the whole `["/bin/bash", "-lc", script]` as one.
+pub fn policy_commands(command: &str) -> Vec<Vec<String>> {
+    match plain_commands(command) {
+        Some(commands) if !commands.is_empty() => commands,
+        _ => vec![vec![
+            SHELL.to_string(),
+            SHELL_FLAG.to_string(),
+            command.to_string(),
+        ]],
+    }
+}
+
 /// `proposedExecpolicyAmendment` of the approval request codex sends for an escalated command:
 /// the words of the script's first command when the script is a plain sequence of simple
 /// commands, otherwise the whole `["/bin/bash", "-lc", script]`.
 pub fn execpolicy_amendment(command: &str) -> Vec<String> {
-    match plain_commands(command) {
-        Some(commands) if !commands.is_empty() => commands.into_iter().next().unwrap_or_default(),
-        _ => vec![
-            SHELL.to_string(),
-            SHELL_FLAG.to_string(),
-            command.to_string(),
-        ],
-    }
+    policy_commands(command)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
 }
 
 // ================================================================================================

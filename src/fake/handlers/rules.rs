@@ -609,8 +609,20 @@ impl H<'_> {
         }
         // A completed turn ends with the model's answer, not with a call codex could review
         // (0.171.0: after a message, a command run or approved, a patch, a reasoning).
+        // A turn that holds no call has nothing to review either, whatever its end (fidelity
+        // s16160001_0126: a failed turn with a message and a reasoning).
         let last = info["turns"].as_array().and_then(|t| t.last());
-        if last.is_some_and(|t| t["status"] == "completed") {
+        let no_call = |t: &Value| {
+            t["items"].as_array().is_none_or(|items| {
+                !items.iter().any(|i| {
+                    matches!(
+                        i["type"].as_str(),
+                        Some("commandExecution" | "fileChange" | "mcpToolCall")
+                    )
+                })
+            })
+        };
+        if last.is_some_and(|t| t["status"] == "completed" || no_call(t)) {
             return Err("expected a completed plaintext exec_command, apply_patch, request_permissions, or MCP call with a nonempty call ID"
                 .into());
         }

@@ -451,14 +451,31 @@ impl<'a> Ctx<'a> {
         let data = self.conn.fake.store.load();
         let t = &data["threads"][&self.ctl.thread_id];
         if t["usage"].is_object() {
-            let window = context_window(self.conn, &self.ctl.thread_id);
-            self.notify(
-                "thread/tokenUsage/updated",
-                json!({"tokenUsage": {"total": t["usage"], "last": t["lastUsage"],
-                                      "modelContextWindow": window}}),
-            );
+            self.report_standing(t);
         }
         self.rate_limits();
+    }
+
+    /// The thread's token usage as it stands (zero before any response), then the rate limits.
+    pub(super) fn standing_usage(&self) {
+        let data = self.conn.fake.store.load();
+        let mut t = data["threads"][&self.ctl.thread_id].clone();
+        for k in ["usage", "lastUsage"] {
+            if !t[k].is_object() {
+                t[k] = breakdown(0, 0, 0, 0);
+            }
+        }
+        self.report_standing(&t);
+        self.rate_limits();
+    }
+
+    fn report_standing(&self, t: &Value) {
+        let window = context_window(self.conn, &self.ctl.thread_id);
+        self.notify(
+            "thread/tokenUsage/updated",
+            json!({"tokenUsage": {"total": t["usage"], "last": t["lastUsage"],
+                                  "modelContextWindow": window}}),
+        );
     }
 
     /// The provider's HTTP error for this request: resent or retried as codex does (`Ok`: the

@@ -120,19 +120,52 @@ impl<'a> Ctx<'a> {
     }
 
     /// `thread/compact/start`'s turn, as the real server runs it: the compaction item around
-    /// three usage reports (the last one estimates the compacted history), no read state.
-    pub(super) fn compaction(&mut self) -> Result<(), End> {
-        // One model request: the summary.
+    /// three usage reports, no read state. The first is the thread's usage as it stands (codex
+    /// reports it when the summary's stream opens: fidelity s16160001_0117 shows it, unchanged,
+    /// before the summary finished), the second adds the summary's usage, the third estimates
+    /// the compacted history.
+    pub(super) fn compaction(&mut self, summary: &Script) -> Result<(), End> {
+        // One model request: the summary (`summary`'s first response; only its usage shows).
         self.next_response();
+        let steps: Vec<_> = summary
+            .responses()
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(Result::ok)
+            .collect();
+        let (usage, pauses) = match script::reply(self.resp, &steps) {
+            Reply::Stream(outs) => (
+                outs.iter().filter_map(|o| o.event()).find_map(|e| {
+                    (e["type"] == "response.completed")
+                        .then(|| serde_json::from_value(e["response"]["usage"].clone()).ok())
+                        .flatten()
+                }),
+                outs.iter()
+                    .map(|o| match o {
+                        script::Out::Delay(ms) => *ms,
+                        _ => 0,
+                    })
+                    .sum(),
+            ),
+            Reply::Http { .. } => (None, 0),
+        };
         let id = uuid::Uuid::now_v7().to_string();
         let item = json!({"type": "contextCompaction", "id": id});
         let at = self.started(&item);
+        self.standing_usage();
+        // The rollout's entries: as many as for three responses ended, as before.
+        self.rollout.response_ended();
+        // The summary streams for as long as its pauses last (s16160001_0117: the client left
+        // during a 0.6 s pause, before the second report).
+        self.wait(std::time::Duration::from_millis(pauses))?;
+        self.usage = usage;
+        self.end_response();
         // The real third report's `last.totalTokens` is codex's estimate of the compacted
         // history, its built-in prompt included: not modeled (known difference).
-        for _ in 0..3 {
-            self.open = true;
-            self.end_response();
-        }
+        self.open = true;
+        self.end_response();
         self.completed(item, at);
         Ok(())
     }

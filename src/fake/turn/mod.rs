@@ -53,7 +53,8 @@ pub enum ServerTurn {
 /// What a turn plays.
 enum Play {
     Script(Script),
-    Compaction,
+    /// `thread/compact/start`: the summary request's script (only its usage shows).
+    Compaction(Script),
     /// `thread/shellCommand`: the user's command, no model.
     Shell(String),
 }
@@ -138,8 +139,7 @@ pub fn start(conn: &Arc<Conn>, thread_id: &str, kind: ServerTurn) -> Result<Stri
         ServerTurn::Goal => (Play::Script(next_goal_script(conn)), true),
         ServerTurn::Compaction => {
             // The summary request takes the next scripted turn (the fake plays no summary).
-            let _ = next_script(conn);
-            (Play::Compaction, false)
+            (Play::Compaction(next_script(conn)), false)
         }
     };
     if goal {
@@ -209,11 +209,11 @@ fn play(
     }
     let (mut parts, compact): (std::collections::VecDeque<Script>, bool) = match &script {
         Play::Script(s) => (s.server_turns().into(), false),
-        Play::Compaction | Play::Shell(_) => (vec![Script::default()].into(), true),
+        Play::Compaction(_) | Play::Shell(_) => (vec![Script::default()].into(), true),
     };
     let rollover = Duration::from_millis(match &script {
         Play::Script(s) => s.rollover_ms.unwrap_or(50),
-        Play::Compaction | Play::Shell(_) => 50,
+        Play::Compaction(_) | Play::Shell(_) => 50,
     });
     for n in 0.. {
         let Some(part) = parts.pop_front() else {
@@ -294,7 +294,7 @@ fn play(
         }
         let outcome = match &script {
             Play::Shell(command) => ctx.user_shell(command),
-            Play::Compaction => ctx.compaction(),
+            Play::Compaction(summary) => ctx.compaction(summary),
             Play::Script(_) => ctx.run(&part),
         };
         let paused = lock(&ctl.goal_status)

@@ -303,27 +303,33 @@ impl<'a> Ctx<'a> {
             .and_then(|mut f| std::io::Write::write_all(&mut f, rule.as_bytes()));
     }
 
-    /// Whether an allow rule of the policy file covers the command (its words, split on
-    /// whitespace, start with the rule's pattern).
-    pub(super) fn policy_allows(&self, raw: &str) -> bool {
-        // codex matches rules against the words of a script it can parse as plain commands
-        // (else against `/bin/bash -lc <script>`), as it proposes amendments.
-        let words = shell::execpolicy_amendment(raw);
+    /// The commands of the script no allow rule of the policy file covers (a rule covers a
+    /// command whose words start with its pattern), in the script's order.
+    pub(super) fn policy_unmatched(&self, raw: &str) -> Vec<Vec<String>> {
+        // codex checks each command of a script it can parse as plain commands (else
+        // `/bin/bash -lc <script>` whole) and takes the strictest decision, so one command no
+        // rule allows is asked about, and the amendment it proposes is that command's
+        // (codex `check_multiple`; fidelity s16160001_0164: with an `echo` rule,
+        // `echo a; sleep 0.3; echo b` asks, proposing `sleep 0.3`).
         let text = std::fs::read_to_string(self.rules_file()).unwrap_or_default();
-        text.lines().any(|line| {
-            let Some(rest) = line.trim().strip_prefix("prefix_rule(pattern=") else {
-                return false;
-            };
-            let Some((pattern, tail)) = rest.split_once(']') else {
-                return false;
-            };
-            let pattern: Vec<String> =
-                serde_json::from_str(&format!("{pattern}]")).unwrap_or_default();
-            tail.contains("decision=\"allow\"")
-                && !pattern.is_empty()
-                && words.len() >= pattern.len()
-                && pattern.iter().zip(&words).all(|(p, w)| p == w)
-        })
+        let patterns: Vec<Vec<String>> = text
+            .lines()
+            .filter_map(|line| {
+                let rest = line.trim().strip_prefix("prefix_rule(pattern=")?;
+                let (pattern, tail) = rest.split_once(']')?;
+                let pattern: Vec<String> =
+                    serde_json::from_str(&format!("{pattern}]")).unwrap_or_default();
+                (tail.contains("decision=\"allow\"") && !pattern.is_empty()).then_some(pattern)
+            })
+            .collect();
+        shell::policy_commands(raw)
+            .into_iter()
+            .filter(|words| {
+                !patterns
+                    .iter()
+                    .any(|p| words.len() >= p.len() && p.iter().zip(words).all(|(p, w)| p == w))
+            })
+            .collect()
     }
 
     /// What codex does with a shell call under the thread's approval policy and sandbox (checked
@@ -396,8 +402,8 @@ impl<'a> Ctx<'a> {
             )
         };
         let escalated = args.sandbox_permissions.as_deref() == Some("require_escalated");
-        let session_ok =
-            lock(&self.ctl.session_approved).contains(&raw) || self.policy_allows(&raw);
+        let session_ok = lock(&self.ctl.session_approved).contains(&raw)
+            || self.policy_unmatched(&raw).is_empty();
         let gate = match self.command_gate(escalated) {
             Gate::Ask if session_ok => Gate::Run,
             g => g,
@@ -430,7 +436,11 @@ impl<'a> Ctx<'a> {
             Gate::Ask => {
                 self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
                 let at = self.started(&unrun("inProgress"));
-                let argv = shell::execpolicy_amendment(&raw);
+                let argv = self
+                    .policy_unmatched(&raw)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| shell::execpolicy_amendment(&raw));
                 let mut params = Map::new();
                 for (k, v) in [
                     ("kind", json!("command")),
