@@ -302,8 +302,13 @@ impl H<'_> {
             .filter_map(Value::as_str)
             .collect();
         let voice = p["voice"].as_str().filter(|v| !supported.contains(v));
+        // Initial items need v3, checked after the modality and before the voice (turn
+        // scenario 110; fidelity s16160001_0040).
+        let initial_items = p["initialItems"].as_array().is_some_and(|a| !a.is_empty());
         let message = if p["outputModality"] == "text" && version != "v2" {
             "text realtime output modality requires realtime v2".to_string()
+        } else if initial_items && version != "v3" {
+            "initial realtime items require realtime v3".to_string()
         } else if let Some(voice) = voice {
             format!(
                 "realtime voice `{voice}` is not supported for {version}; supported voices: {}",
