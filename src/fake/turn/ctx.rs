@@ -84,6 +84,10 @@ pub(super) fn failure(code: &str, message: &str) -> (String, Value) {
     }
 }
 
+/// How long codex takes to notice a closed stream (the median of 1.2–2.6 ms; see
+/// `dropped_stream`).
+const STREAM_CLOSE_NOTICED: Duration = Duration::from_micros(1900);
+
 pub(super) const STREAM_CLOSED: &str =
     "stream disconnected before completion: stream closed before response.completed";
 
@@ -341,20 +345,27 @@ impl<'a> Ctx<'a> {
         if !lock(&self.ctl.steers).is_empty() {
             return Err(End::Steered);
         }
-        if self.ctl.interrupted() || self.conn.is_closed() {
-            // The real server reports the aborted stream's usage and rate limits before it
-            // answers `turn/interrupt`, and asks for attention if the turn had an answer.
-            self.unfinished_response();
-            if self.open {
-                self.rollout.stream_aborted();
-            }
-            if self.says_something() {
-                self.read_state();
-            }
-            self.ctl.acked.store(true, Ordering::SeqCst);
-            return Err(End::Interrupted);
+        self.check_interrupt(true)
+    }
+
+    /// An interrupt (or the client gone) ends the turn. The real server reports the aborted
+    /// stream's usage and rate limits before it answers `turn/interrupt` (`report`: not yet
+    /// reported), and asks for attention if the turn had an answer.
+    pub(super) fn check_interrupt(&mut self, report: bool) -> Result<(), End> {
+        if !(self.ctl.interrupted() || self.conn.is_closed()) {
+            return Ok(());
         }
-        Ok(())
+        if report {
+            self.unfinished_response();
+        }
+        if self.open {
+            self.rollout.stream_aborted();
+        }
+        if self.says_something() {
+            self.read_state();
+        }
+        self.ctl.acked.store(true, Ordering::SeqCst);
+        Err(End::Interrupted)
     }
 
     /// Whether the turn's answer so far says something: its last agent message with text that
@@ -562,6 +573,10 @@ impl<'a> Ctx<'a> {
 
     /// The stream ended early: retried while the provider allows it, else the turn fails.
     pub(super) fn dropped_stream(&mut self) -> Result<(), End> {
+        // codex notices a closed stream 1.2–2.6 ms after its last event (turn scenarios 07b and
+        // 79b, fidelity s20261203_0049, on every version): an interrupt sent on that event
+        // comes first (fidelity s16160001_0180, both real runs).
+        self.hold(STREAM_CLOSE_NOTICED, true)?;
         self.unfinished_response();
         if self.retries < self.conn.fake.config().stream_max_retries {
             return self.retry_stream(STREAM_CLOSED);
@@ -572,6 +587,9 @@ impl<'a> Ctx<'a> {
     /// A failed stream retried: codex says so (the failure's text as the details) and asks
     /// again (the turn's next scripted response).
     pub(super) fn retry_stream(&mut self, details: &str) -> Result<(), End> {
+        // An interrupt that came as the stream ended aborts the turn before codex says it
+        // reconnects (its usage already reported; fidelity s16160001_0180).
+        self.check_interrupt(false)?;
         let max = self.conn.fake.config().stream_max_retries;
         self.retries += 1;
         self.rollout.response_dropped();
@@ -585,7 +603,23 @@ impl<'a> Ctx<'a> {
             json!({}),
         );
         self.open = false;
-        Ok(())
+        // codex waits its backoff before it asks again (0.171.0: 201–275 ms after the notice
+        // for a first retry, turn scenarios 07b, 14, 37g, 79b); an interrupt ends the wait.
+        self.hold(provider::backoff(self.retries, None), false)
+    }
+
+    /// Waits `d`; an interrupt ends the wait and the turn (`report`: as [`Self::check_interrupt`]).
+    /// Steered input waits for the next request, as codex takes it.
+    fn hold(&mut self, d: Duration, report: bool) -> Result<(), End> {
+        let end = Instant::now() + d;
+        loop {
+            self.check_interrupt(report)?;
+            let now = Instant::now();
+            if now >= end {
+                return Ok(());
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(20)));
+        }
     }
 
     pub(super) fn fail(&mut self, message: String, info: Value) -> Result<(), End> {
