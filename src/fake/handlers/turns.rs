@@ -130,8 +130,19 @@ impl H<'_> {
                 let permissions = ["approvalPolicy", "sandboxPolicy", "activePermissionProfile"]
                     .iter()
                     .any(|k| settings[*k] != before[*k]);
+                // A model switch writes its message and the skills' instructions again; new
+                // collaboration-mode instructions write theirs unless the model switched too
+                // (turn scenario 111 on 0.171.0). Any of these adds the world state.
+                let switched = settings["model"] != before["model"];
+                let mode_text = |s: &Value| {
+                    s["collaborationMode"]["settings"]["developer_instructions"].clone()
+                };
+                let instructions = !switched && mode_text(&settings) != mode_text(&before);
+                let messages =
+                    u64::from(permissions) + 2 * u64::from(switched) + u64::from(instructions);
+                let after = if messages > 0 { messages + 1 } else { 0 };
                 next["rolloutPending"] = json!({"before": u64::from(carries) + u64::from(resumed),
-                                                "after": if permissions { 2 } else { 0 }});
+                                                "after": after});
             }
             d["threads"][thread_id] = next.clone();
             Ok::<_, String>((next, settings, before))

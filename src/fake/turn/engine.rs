@@ -77,6 +77,11 @@ impl<'a> Ctx<'a> {
                     // it stands (when it has any), then the rate limits (seen on 0.171.0, a
                     // steer in a thread's second turn).
                     self.unfinished_response();
+                    // Its token count is written to the rollout, as for an interrupt (fidelity
+                    // s16160001_0129: a steer in a thread's first turn, info still null).
+                    if self.open {
+                        self.rollout.stream_aborted();
+                    }
                     self.open = false;
                     self.take_steers();
                 }

@@ -183,7 +183,20 @@ impl Patch {
 
     /// The files the patch names, in its order (an approval review's `files`).
     pub(super) fn files(&self) -> Vec<String> {
-        self.changes.iter().map(|c| path_str(c.path())).collect()
+        // Each change's path, then a move's destination (codex `file_paths_for_action`;
+        // fidelity s16160001_0081).
+        let mut files = Vec::new();
+        for c in &self.changes {
+            files.push(path_str(c.path()));
+            if let Change::Update {
+                move_path: Some(dest),
+                ..
+            } = c
+            {
+                files.push(path_str(dest));
+            }
+        }
+        files
     }
 
     /// Whether applying needs a directory made for a new file. (A move's destination in a
