@@ -54,6 +54,8 @@ pub struct Fake {
     pub settings_unannounced: Mutex<HashMap<String, Value>>,
     /// Fuzzy file search sessions open: their roots, by session id (`handlers::file_search`).
     pub search_sessions: Mutex<HashMap<String, Vec<String>>>,
+    /// API-key logins answered but not yet completed (`handlers::account`).
+    pub logins_pending: std::sync::atomic::AtomicUsize,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
@@ -98,6 +100,7 @@ impl Fake {
             loaded: Mutex::new(HashSet::new()),
             settings_unannounced: Mutex::new(HashMap::new()),
             search_sessions: Mutex::new(HashMap::new()),
+            logins_pending: std::sync::atomic::AtomicUsize::new(0),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: TurnFacts::of(protocol),
             catalog: super::catalog::Catalog::of(protocol),

@@ -7,6 +7,10 @@
 use super::view::H;
 use crate::fake::defaults;
 use serde_json::{json, Value};
+use std::sync::atomic::Ordering::SeqCst;
+
+/// How long after its result an API-key login completes (the median of codex's 2–2.5 ms).
+const LOGIN_COMPLETED: std::time::Duration = std::time::Duration::from_micros(2200);
 
 /// How the home is logged in.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -62,9 +66,19 @@ impl H<'_> {
         }
     }
 
+    /// A login being completed is finished first: a read or a logout answers after its
+    /// notifications (turn scenario 41 on every version: codex's auth manager is busy).
+    fn after_logins(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+        while self.fake.logins_pending.load(SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
     /// `account/read`: a provider that needs no OpenAI login shows no account, whatever the
     /// login (codex's provider `account_state`).
     pub(super) fn account_read(&self, id: &Value, _: &Value) -> Result<(), String> {
+        self.after_logins();
         let requires = self.fake.config().requires_openai_auth();
         let account = match (requires, self.auth()) {
             (true, Auth::ApiKey) => json!({"type": "apiKey"}),
@@ -111,21 +125,32 @@ impl H<'_> {
         let file = json!({"OPENAI_API_KEY": key, "tokens": null, "last_refresh": null});
         std::fs::write(self.auth_file(), format!("{file:#}"))
             .map_err(|e| format!("failed to save api key: {e}"))?;
+        self.fake.logins_pending.fetch_add(1, SeqCst);
         self.result(id, json!({"type": "apiKey"}));
-        self.notify(
-            "account/login/completed",
-            json!({"loginId": null, "success": true, "error": null,
-                   "onboardingEntrypoint": null}),
-        );
-        self.notify(
-            "account/updated",
-            json!({"authMode": "apikey", "planType": null, "reason": null}),
-        );
+        // codex completes the login on a task of its own, 2–2.5 ms after the result (turn
+        // scenario 41 on every version): a request sent meanwhile is answered first (fidelity
+        // s17170001_0071).
+        let conn = std::sync::Arc::clone(self.c);
+        std::thread::spawn(move || {
+            std::thread::sleep(LOGIN_COMPLETED);
+            let h = H { c: &conn };
+            h.notify(
+                "account/login/completed",
+                json!({"loginId": null, "success": true, "error": null,
+                       "onboardingEntrypoint": null}),
+            );
+            h.notify(
+                "account/updated",
+                json!({"authMode": "apikey", "planType": null, "reason": null}),
+            );
+            h.fake.logins_pending.fetch_sub(1, SeqCst);
+        });
         Ok(())
     }
 
     /// `account/logout`: the login is gone (logged out or not), and the account says so.
     pub(super) fn logout(&self, id: &Value, _: &Value) -> Result<(), String> {
+        self.after_logins();
         let _ = std::fs::remove_file(self.auth_file());
         self.result(id, json!({}));
         self.notify(

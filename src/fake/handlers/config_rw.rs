@@ -102,6 +102,7 @@ impl H<'_> {
         };
         let mut table = self.user_table();
         let mut paths = Vec::new();
+        let mut cleared = Vec::new();
         if let Some(expected) = p["expectedVersion"].as_str() {
             if expected != uc::version(&table) {
                 return Err(uc::refusal(
@@ -128,14 +129,19 @@ impl H<'_> {
                 value,
                 edit["mergeStrategy"] == "upsert",
             );
+            if value.is_null() {
+                cleared.push(segments.clone());
+            }
             paths.push(segments);
         }
         self.fake.config_facts.check(&table)?;
         let overridden = uc::overridden(&table, &uc::flags(&self.fake.overrides), &paths);
         // A table a clear left empty is not written back (codex's editor drops a table header
-        // with nothing under it), though the answer's version still counts it.
+        // with nothing under it), though the answer's version still counts it. An empty table
+        // written as such keeps its header (fidelity s17170001_0203: `{}` read back after a
+        // later write).
         let mut file_table = table.clone();
-        for p in &paths {
+        for p in &cleared {
             uc::prune_empty(&mut file_table, p);
         }
         let text = uc::to_toml(&file_table);

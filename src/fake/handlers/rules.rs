@@ -898,16 +898,26 @@ impl H<'_> {
                 return Err(invalid("process size rows and cols must be greater than 0"));
             }
         }
-        // A terminal's spawn fails in its own words (portable-pty's PATH search).
-        if p["tty"] == true {
-            return self.not_modeled("process/spawn");
-        }
         let failed = |why: String| {
             Err(format!(
                 "{}failed to spawn process: {why}",
                 crate::fake::rpc::INTERNAL_PREFIX
             ))
         };
+        // A terminal's spawn fails in its own words: portable-pty resolves the program before
+        // the working directory, and an absolute one that is not there is refused with the
+        // errno's name (fidelity s17170001_0266, its cwd missing too). Its PATH search, a
+        // directory and the rest are not modeled.
+        if p["tty"] == true {
+            let program = program.as_str().unwrap_or_default();
+            if program.starts_with('/') && !std::path::Path::new(program).exists() {
+                return failed(format!(
+                    "Unable to spawn {program} because it doesn't exist on the filesystem \
+                     (ENOENT: No such file or directory)"
+                ));
+            }
+            return self.not_modeled("process/spawn");
+        }
         let program = program.as_str().unwrap_or_default();
         if program.is_empty() && p["tty"] != true {
             return failed("missing program for pipe spawn".into());
