@@ -270,6 +270,8 @@ const RULES: &[(&str, Handler)] = &[
     }),
     ("memory/status", |h, id, p| h.fixed(id, "memory/status", p)),
     ("app/list", |h, id, p| h.app_list(id, p)),
+    ("app/installed", |h, id, p| h.app_installed(id, p)),
+    ("environment/add", |h, id, p| h.environment_add(id, p)),
     ("externalAgentConfig/import", |h, id, p| {
         h.external_import(id, p)
     }),

@@ -27,6 +27,8 @@ const CHATGPT_LOGIN: &str = "a ChatGPT or cloud login needs the network: only AP
 const GATED: &str = "refused before it is read: no ChatGPT login is ever modeled";
 
 const REFUSED: &str = "refused before it is read: what it names is never started here";
+const NOT_CONNECTED: &str =
+    "used when codex connects to the environment, which the fake never does";
 const FIXED: &str = "the answer depends on nothing the fake models";
 const UNSUPPORTED: &str = "codex does not support the method yet";
 const NOT_RUN: &str = "checked as codex checks it; a command that passes is not run here";
@@ -705,6 +707,21 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("forceRefetch", Unmodeled(GATED)),
             ("limit", Unmodeled(GATED)),
             ("threadId", Read),
+        ],
+    ),
+    (
+        "app/installed",
+        &[("forceRefresh", Unmodeled(GATED)), ("threadId", Read)],
+    ),
+    (
+        "environment/add",
+        &[
+            ("authBearerToken", Unmodeled(NOT_CONNECTED)),
+            ("connectTimeoutMs", Unmodeled(NOT_CONNECTED)),
+            ("environmentId", Read),
+            ("execServerUrl", Read),
+            ("skills", Unmodeled(NOT_CONNECTED)),
+            ("websocketRequestId", Unmodeled(NOT_CONNECTED)),
         ],
     ),
     ("environment/info", &[("environmentId", Read)]),

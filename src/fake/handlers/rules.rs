@@ -522,12 +522,41 @@ impl H<'_> {
     /// login no app is known, so the list is empty whatever the cursor (108_app_list_checks,
     /// fidelity s16160001_0292).
     pub(super) fn app_list(&self, id: &Value, p: &Value) -> Result<(), String> {
+        self.no_apps(id, p, "app/list", json!({"data": [], "nextCursor": null}))
+    }
+
+    /// `app/installed`: as `app/list`, the named thread checked, then no app installed
+    /// (turn scenario 112 on every version).
+    pub(super) fn app_installed(&self, id: &Value, p: &Value) -> Result<(), String> {
+        self.no_apps(id, p, "app/installed", json!({"apps": []}))
+    }
+
+    fn no_apps(&self, id: &Value, p: &Value, method: &str, empty: Value) -> Result<(), String> {
         if !p["threadId"].is_null() {
             self.fake.loaded_thread(p)?;
         }
-        let method = "app/list";
-        let v = json!({"data": [], "nextCursor": null});
-        self.result(id, defaults::shaped(self.fake.protocol, method, v));
+        self.result(id, defaults::shaped(self.fake.protocol, method, empty));
+        Ok(())
+    }
+
+    /// `environment/add`: codex's exec-server registry refuses an empty id and the built-in
+    /// `local`; any other id is registered (again, or with a URL it cannot reach) without
+    /// connecting (turn scenario 112 on every version). Its status afterwards would need the
+    /// connection attempt: not modeled.
+    pub(super) fn environment_add(&self, id: &Value, p: &Value) -> Result<(), String> {
+        let env = s(p, "environmentId");
+        if env.is_empty() {
+            return Err("exec-server protocol error: environment id cannot be empty".into());
+        }
+        if env == "local" {
+            return Err(format!(
+                "exec-server protocol error: environment id `{env}` is reserved for EnvironmentManager"
+            ));
+        }
+        self.fake.store.update(|d| {
+            d["environmentsAdded"][env] = p["execServerUrl"].clone();
+        });
+        self.result(id, json!({}));
         Ok(())
     }
 
@@ -1341,6 +1370,13 @@ impl H<'_> {
             "windowsSandbox/readiness" => json!({"status": "notConfigured"}),
             "thread/prepareApprovedPlan" => json!({"prompt": "Implement the plan."}),
             "mock/experimentalMethod" => json!({"echoed": p["value"]}),
+            "environment/status"
+                if self.fake.store.load()["environmentsAdded"]
+                    .get(s(p, "environmentId"))
+                    .is_some() =>
+            {
+                return self.not_modeled(method);
+            }
             "environment/status" => json!({"status": "unknown",
                 "error": format!("unknown environment id `{}`", s(p, "environmentId"))}),
             // No requirements file here; the catalog's models have independent speed tiers.
