@@ -144,7 +144,13 @@ impl H<'_> {
                     if self.fake.turn_facts.personality_not_resumed && personal {
                         t.insert("personalityDropped".into(), json!(true));
                     }
-                    if self.fake.turn_facts.resume_writes_settings {
+                    // Versions that do not write a resumed thread's settings still do when the
+                    // resume sets some (fidelity s18180001_0157: a `serviceTier` on 0.171.0).
+                    let sets = settings::SETTING_PARAMS
+                        .iter()
+                        .chain(&["sandbox"])
+                        .any(|k| !params[*k].is_null());
+                    if self.fake.turn_facts.resume_writes_settings || sets {
                         t.insert("resumeSettingsWritten".into(), json!(true));
                     }
                 }
