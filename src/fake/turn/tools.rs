@@ -708,7 +708,35 @@ impl<'a> Ctx<'a> {
         let base = json!({"type": "fileChange", "id": id, "changes": patch.item_changes()});
         let at = self.started(&merge(&base, json!({"status": "inProgress"})));
         let mut status = "completed";
-        if gate == Gate::Ask && self.auto_review() {
+        // The sandbox cannot start while one of its writable roots is missing (the thread's cwd
+        // or a runtime root not made yet): the patch it would run fails, and codex asks to
+        // retry without it where the policy lets it ask (fidelity s15150001_0081, s18180001_0002
+        // under `never`; once made, the root holds later patches: probed on 0.171.0).
+        let sandbox_down = gate == Gate::Run
+            && self.sandbox_type() == "workspaceWrite"
+            && self.missing_writable_root();
+        let mut reason = Value::Null;
+        if sandbox_down {
+            // The sandboxed attempt failed: the turn's diff stops as after a failed patch (no
+            // diff for the rest of the turn, even for patches applied later: probed on 0.171.0).
+            self.stop_diff();
+        }
+        let gate = if sandbox_down {
+            let policy = self.approval_policy_value();
+            if policy == "never" || policy["granular"]["sandbox_approval"] == false {
+                Gate::Refuse
+            } else {
+                reason = json!("command failed; retry without sandbox?");
+                Gate::Ask
+            }
+        } else {
+            gate
+        };
+        if gate == Gate::Refuse {
+            self.completed(merge(&base, json!({"status": "failed"})), at);
+            return Ok(());
+        }
+        if gate == Gate::Ask && self.auto_review() && !sandbox_down {
             // The reviewer, not the client, decides a patch too (seen on 0.171.0).
             let action = json!({"type": "applyPatch", "cwd": cwd, "files": patch.files()});
             if !self.review(id, at, action) {
@@ -718,7 +746,7 @@ impl<'a> Ctx<'a> {
         } else if gate == Gate::Ask {
             self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
             let params = self.scope(json!({"itemId": id, "startedAtMs": now_ms(),
-                                           "reason": null, "grantRoot": null}));
+                                           "reason": reason, "grantRoot": null}));
             let method = "item/fileChange/requestApproval";
             let Some(reply) = self.request(method, params, over) else {
                 return self.unanswered();
@@ -743,14 +771,11 @@ impl<'a> Ctx<'a> {
         // An approved patch is still applied inside a read-only sandbox, which can write a file
         // where a directory exists but cannot make one for a new file: such a patch fails (seen
         // on 0.171.0), as one whose writes fail does; a move into a new directory succeeds.
-        let sandbox_refuses = gate == Gate::Ask && self.sandbox_type() == "readOnly";
+        let sandbox_refuses =
+            gate == Gate::Ask && !sandbox_down && self.sandbox_type() == "readOnly";
         if (sandbox_refuses && patch.makes_dirs()) || patch.apply(&mut self.tracker).is_err() {
             self.completed(merge(&base, json!({"status": "failed"})), at);
-            // The turn's diff is reset once, and no more diffs follow in this turn.
-            if self.turn_diff.is_some() && !self.diff_stopped {
-                self.notify("turn/diff/updated", json!({"diff": ""}));
-            }
-            self.diff_stopped = true;
+            self.stop_diff();
             return Ok(());
         }
         self.completed(merge(&base, json!({"status": status})), at);
@@ -796,6 +821,26 @@ impl<'a> Ctx<'a> {
     /// `never` (and a granular policy without `sandbox_approval`). `written`: every path the
     /// patch writes, a move's destination too (`is_write_patch_constrained_to_writable_paths`;
     /// `10d_patch_update_delete_move` moves a file out of the cwd and is asked about).
+    /// A patch failed: the turn's diff is reset once, and no more diffs follow in this turn.
+    fn stop_diff(&mut self) {
+        if self.turn_diff.is_some() && !self.diff_stopped {
+            self.notify("turn/diff/updated", json!({"diff": ""}));
+        }
+        self.diff_stopped = true;
+    }
+
+    /// Whether a writable root of the workspace sandbox is missing: the thread's cwd or one of
+    /// its runtime roots.
+    fn missing_writable_root(&self) -> bool {
+        let data = self.conn.fake.store.load();
+        let t = &data["threads"][&self.ctl.thread_id];
+        let roots = t["roots"].as_array().cloned().unwrap_or_default();
+        std::iter::once(&t["cwd"])
+            .chain(roots.iter())
+            .filter_map(Value::as_str)
+            .any(|r| !Path::new(r).exists())
+    }
+
     pub(super) fn patch_gate(&self, written: &[&Path], cwd: &str) -> Gate {
         let policy = self.approval_policy_value();
         if policy == "untrusted" {
