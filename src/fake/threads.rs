@@ -236,6 +236,12 @@ pub fn materialized(info: &Value) -> bool {
     info["materialized"] == true || info["turns"].as_array().is_some_and(|t| !t.is_empty())
 }
 
+/// Whether the thread has a rollout of its own: stored, and not ephemeral (an ephemeral thread
+/// is never written: fidelity s15150001_0170, s18180001_0047, s18180001_0282).
+pub fn has_rollout(info: &Value) -> bool {
+    materialized(info) && info["ephemeral"] != true
+}
+
 /// Whether codex keeps a read state for the thread.
 pub fn has_read_state(info: &Value) -> bool {
     info["ephemeral"] != true && (info["threadSource"].is_null() || info["threadSource"] == "user")

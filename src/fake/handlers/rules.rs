@@ -706,9 +706,7 @@ impl H<'_> {
         let thread_id = s(p, "threadId").to_string();
         crate::fake::threads::check_uuid(&thread_id, "thread").map_err(|e| invalid(&e))?;
         let info = self.fake.store.load()["threads"][&thread_id].clone();
-        // An ephemeral thread is never stored (fidelity s18180001_0282).
-        let stored = crate::fake::threads::materialized(&info) && info["ephemeral"] != true;
-        if !info.is_object() || !stored {
+        if !info.is_object() || !crate::fake::threads::has_rollout(&info) {
             if method == "thread/attachment/list" {
                 self.result(id, json!({"data": [], "nextCursor": null}));
                 return Ok(());

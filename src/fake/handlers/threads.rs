@@ -472,8 +472,8 @@ impl H<'_> {
             .map_err(|e| format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX))?;
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         // A thread has a read state once it is stored (its first persisted change); an
-        // ephemeral one never is (fidelity s18180001_0047).
-        if !crate::fake::threads::materialized(&info) || info["ephemeral"] == true {
+        // ephemeral one never is.
+        if !crate::fake::threads::has_rollout(&info) {
             return Err("thread read state unavailable".into());
         }
         let first = match params["operation"]["type"].as_str() {

@@ -38,9 +38,8 @@ impl H<'_> {
         let (thread_id, info) = self.fake.loaded_thread(params)?;
         let applied = self.apply_settings(&thread_id, params, false)?;
         self.result(id, json!({}));
-        // A thread with no rollout (not yet written, or ephemeral: fidelity s15150001_0170)
-        // announces at once.
-        if !crate::fake::threads::materialized(&info) || info["ephemeral"] == true {
+        // A thread with no rollout (not yet written, or ephemeral) announces at once.
+        if !crate::fake::threads::has_rollout(&info) {
             if applied.changed {
                 self.announce_settings(&thread_id, &applied.settings);
             }
