@@ -575,7 +575,8 @@ impl<'a> Ctx<'a> {
     pub(super) fn dropped_stream(&mut self) -> Result<(), End> {
         // codex notices a closed stream 1.2–2.6 ms after its last event (turn scenarios 07b and
         // 79b, fidelity s20261203_0049, on every version): an interrupt sent on that event
-        // comes first (fidelity s16160001_0180, both real runs).
+        // comes first (s16160001_0180's two real runs, in git history: kept no longer, as its
+        // 1.9 ms window is below a loaded harness's reaction time).
         self.hold(STREAM_CLOSE_NOTICED, true)?;
         self.unfinished_response();
         if self.retries < self.conn.fake.config().stream_max_retries {
@@ -588,7 +589,8 @@ impl<'a> Ctx<'a> {
     /// again (the turn's next scripted response).
     pub(super) fn retry_stream(&mut self, details: &str) -> Result<(), End> {
         // An interrupt that came as the stream ended aborts the turn before codex says it
-        // reconnects (its usage already reported; fidelity s16160001_0180).
+        // reconnects (its usage already reported); one sent after the notice ends the turn in
+        // the backoff's wait (turn scenario 114).
         self.check_interrupt(false)?;
         let max = self.conn.fake.config().stream_max_retries;
         self.retries += 1;
