@@ -305,7 +305,7 @@ const RULES: &[(&str, Handler)] = &[
     ("hooks/list", |h, id, p| h.fixed(id, "hooks/list", p)),
     ("command/exec", |h, id, p| h.command_exec(id, p)),
     ("fuzzyFileSearch", |h, id, p| h.fuzzy_file_search(id, p)),
-    ("review/start", |h, _, p| h.review_start(p)),
+    ("review/start", |h, id, p| h.review_start(id, p)),
     ("app/read", |h, id, p| h.app_read(id, p)),
     ("thread/backgroundTerminals/terminate", |h, id, p| {
         h.terminate_background(id, p)

@@ -5,6 +5,7 @@
 //! Each shown by `tests/corpus/turns/42_method_rules` on every version.
 
 use super::view::H;
+use crate::fake::turn;
 use crate::fake::defaults;
 use crate::fake::state::lock;
 use base64::Engine;
@@ -830,7 +831,7 @@ impl H<'_> {
             .unwrap_or_default();
         let known = turns.iter().any(|t| t["id"] == p["beforeTurnId"]);
         // Reverting a running thread (interrupted first) or to a real turn is not modeled.
-        if known || crate::fake::turn::running().contains_key(&thread_id) {
+        if known || turn::running().contains_key(&thread_id) {
             return self.not_modeled(method);
         }
         // codex unloads the thread before it reads the history back.
@@ -876,7 +877,7 @@ impl H<'_> {
             return Err("sample source must be a persistent root thread".into());
         }
         let in_progress = p["allowInProgressTurn"] == true;
-        if !in_progress && crate::fake::turn::running().contains_key(&thread_id) {
+        if !in_progress && turn::running().contains_key(&thread_id) {
             return Err("sample source must be idle".into());
         }
         if !crate::fake::threads::materialized(&info) {
@@ -998,9 +999,12 @@ impl H<'_> {
     /// (a branch, commit sha or custom instructions empty once trimmed is refused), as
     /// app-server's `review_start_inner` and `review_request_from_target` do (fidelity
     /// s12120001_0120). 0.163.0 first says a detached review is deprecated, whatever follows
-    /// (`review_detached_deprecated`). A review that would start is not modeled (its turn runs codex's review
-    /// prompt against the model).
-    pub(super) fn review_start(&self, p: &Value) -> Result<(), String> {
+    /// (`review_detached_deprecated`). An inline review on an idle thread runs as codex's review
+    /// task does (`turn::start_review`; turn scenario 115): the hint and prompt per target
+    /// (codex `review_prompts`), a base branch outside a git repository failing at once. A
+    /// detached review (a new thread), a review over a running turn and a base branch inside a
+    /// repository (its merge base) are not modeled.
+    pub(super) fn review_start(&self, id: &Value, p: &Value) -> Result<(), String> {
         if p["delivery"] == "detached" && self.fake.turn_facts.review_detached_deprecated {
             self.notify(
                 "deprecationNotice",
@@ -1011,18 +1015,81 @@ impl H<'_> {
                                    followed by turn/start with your own review instructions."}),
             );
         }
-        self.fake.loaded_thread(p)?;
+        let (thread_id, info) = self.fake.loaded_thread(p)?;
         let target = &p["target"];
         let field = match target["type"].as_str() {
             Some("baseBranch") => "branch",
             Some("commit") => "sha",
             Some("custom") => "instructions",
+            Some("uncommittedChanges") => "",
             _ => return self.not_modeled("review/start"),
         };
-        if target[field].as_str().unwrap_or_default().trim().is_empty() {
+        let value = target[field].as_str().unwrap_or_default().trim();
+        if !field.is_empty() && value.is_empty() {
             return Err(format!("{field} must not be empty"));
         }
-        self.not_modeled("review/start")
+        let running = turn::running().contains_key(&thread_id);
+        if p["delivery"] == "detached" || running {
+            return self.not_modeled("review/start");
+        }
+        let cwd = std::path::PathBuf::from(info["cwd"].as_str().unwrap_or("/"));
+        let (hint, prompt) = match field {
+            "branch" => {
+                if cwd.ancestors().any(|d| d.join(".git").exists()) {
+                    return self.not_modeled("review/start");
+                }
+                (format!("changes against '{value}'"), String::new())
+            }
+            "sha" => {
+                let short: String = value.chars().take(7).collect();
+                let title = target["title"].as_str().map(str::trim).filter(|t| !t.is_empty());
+                match title {
+                    Some(t) => (
+                        format!("commit {short}: {t}"),
+                        format!("Review the code changes introduced by commit {value} \
+                                 (\"{t}\"). Provide prioritized, actionable findings."),
+                    ),
+                    None => (
+                        format!("commit {short}"),
+                        format!("Review the code changes introduced by commit {value}. \
+                                 Provide prioritized, actionable findings."),
+                    ),
+                }
+            }
+            "instructions" => (value.to_string(), value.to_string()),
+            _ => (
+                "current changes".to_string(),
+                "Review the current code changes (staged, unstaged, and untracked files) and \
+                 provide prioritized findings."
+                    .to_string(),
+            ),
+        };
+        if field == "branch" {
+            // The merge base is looked for once the review turn is answered: outside a
+            // repository the thread fails (0.171.0, turn scenario 115).
+            let turn_id = uuid::Uuid::now_v7().to_string();
+            self.result(id, turn::review_answer(&thread_id, &turn_id, &hint));
+            let before = self.fake.store.update(|d| {
+                let t = &mut d["threads"][&thread_id]["systemError"];
+                std::mem::replace(t, json!(true))
+            });
+            if before != true {
+                self.notify(
+                    "thread/status/changed",
+                    json!({"threadId": thread_id, "status": {"type": "systemError"}}),
+                );
+            }
+            let message = format!("{} is not a git repository", json!(cwd.to_string_lossy()));
+            self.notify(
+                "error",
+                json!({"error": {"message": message, "codexErrorInfo": "other",
+                                 "additionalDetails": null, "misalignment": null},
+                       "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
+            );
+            return Ok(());
+        }
+        turn::start_review(self.c, id, &thread_id, turn::ReviewRequest { hint, prompt });
+        Ok(())
     }
 
     /// `turn/settings/update`: the thread; then a change of model, effort, summary or tier (or
@@ -1045,7 +1112,7 @@ impl H<'_> {
         if (switches || !others) && !allowed {
             return Err("turn settings updates require the step_model_switching feature".into());
         }
-        let running = crate::fake::turn::running()
+        let running = turn::running()
             .get(&thread_id)
             .is_some_and(|c| p["turnId"] == c.turn_id().as_str());
         if !running {

@@ -56,7 +56,9 @@ impl H<'_> {
             }
             _ => all,
         };
-        json!({"id": t["id"], "rootTurnId": t["id"], "items": items,
+        // A review's child turn names the review turn as its root.
+        let root = t.get("reviewRoot").unwrap_or(&t["id"]);
+        json!({"id": t["id"], "rootTurnId": root, "items": items,
                "itemsView": view, "status": status,
                "error": t.get("error").cloned().unwrap_or(Value::Null),
                "startedAt": t.get("startedAt").cloned().unwrap_or(Value::Null),

@@ -11,8 +11,8 @@
 //! server shapes them), `patch/` (an `apply_patch` as codex verifies and applies it, the turn's
 //! diff), `ctx.rs` (a turn as it plays: what it tells the client), `plan.rs` (Plan mode's
 //! split), `exec.rs` (running a command), `tools.rs` (what each tool call does), `stream.rs` (one
-//! response's stream), `engine.rs` (the sampling loop), `mod.rs` (a turn's life: start,
-//! closing).
+//! response's stream), `engine.rs` (the sampling loop), `review.rs` (an inline review, its
+//! child conversation forwarded), `mod.rs` (a turn's life: start, closing).
 
 mod ctl;
 mod ctx;
@@ -21,6 +21,7 @@ mod exec;
 mod items;
 mod patch;
 mod plan;
+mod review;
 mod rollout;
 mod stream;
 mod tools;
@@ -29,6 +30,7 @@ use ctl::End;
 pub use ctl::{running, TurnCtl};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
+pub use review::{answer as review_answer, Request as ReviewRequest};
 use items::{save_turn, turn_obj};
 
 use super::rpc::Conn;
@@ -114,6 +116,22 @@ pub fn start_for_request(
         false,
     );
     Ok(())
+}
+
+/// An inline `review/start`: answered with the review turn (its user message the hint, under
+/// the turn's own id), then played on its own thread; the child conversation takes the next
+/// scripted turn.
+pub fn start_review(conn: &Arc<Conn>, id: &Value, thread_id: &str, req: ReviewRequest) {
+    let script = next_script(conn);
+    let (ctl, _) = register(thread_id);
+    let turn_id = ctl.turn_id();
+    conn.send(json!({"id": id, "result": review_answer(thread_id, &turn_id, &req.hint)}));
+    let conn = conn.clone();
+    let spawned = std::thread::Builder::new()
+        .name("fake-review".into())
+        .spawn(move || review::play(&conn, &ctl, &req, &script));
+    // Out of threads: the review cannot run (as `spawn`).
+    drop(spawned);
 }
 
 /// How long after its answer a user's shell command's turn starts (see `play`).

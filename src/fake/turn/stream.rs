@@ -356,7 +356,7 @@ fn completed_next(outs: &[Out]) -> Option<Option<Usage>> {
 }
 
 /// A message's id: the model's, else a fresh one (codex gives an id-less message a new uuid).
-fn message_id(id: Option<String>) -> String {
+pub(super) fn message_id(id: Option<String>) -> String {
     id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 

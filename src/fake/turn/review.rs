@@ -1,0 +1,284 @@
+//! An inline `review/start`, as codex's review task plays it (core `tasks/review.rs`): the
+//! review runs as a child conversation whose events are forwarded into the parent turn — its
+//! turn start, its user message (the review prompt), the start of each agent message — while
+//! the message deltas, completions and the child's usage are held back; when the child's task
+//! completes, its last agent message is parsed as the review, rendered, and shown as the
+//! `exitedReviewMode` item and a final agent message (app-server `render_review_output_text`).
+//! Shown on 0.163.0, 0.169.0 and 0.171.0 by turn scenario `115_review_inline`.
+
+use super::ctl::TurnCtl;
+use super::ctx::Ctx;
+use super::items::{agent_message, save_turn, turn_obj};
+use super::rollout::Rollout;
+use super::stream::message_id;
+use crate::fake::rpc::Conn;
+use crate::fake::state::{now_ms, now_secs};
+use crate::model::events::{Event, Item};
+use crate::model::script::{self, Out, Reply};
+use crate::model::step::Script;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the review shows (`user_facing_hint`) and what the child is asked (the prompt).
+pub struct Request {
+    pub hint: String,
+    pub prompt: String,
+}
+
+/// `review/start`'s result: the review turn, its user message the hint under the turn's own id.
+pub fn answer(thread_id: &str, turn_id: &str, hint: &str) -> Value {
+    json!({"turn": {"id": turn_id, "rootTurnId": null,
+                    "items": [{"type": "userMessage", "id": turn_id, "clientId": null,
+                               "content": [{"type": "text", "text": hint, "text_elements": []}],
+                               "startedAtMs": null, "completedAtMs": null}],
+                    "itemsView": "notLoaded", "status": "inProgress", "error": null,
+                    "startedAt": null, "completedAt": null, "durationMs": null},
+           "reviewThreadId": thread_id})
+}
+
+/// The child's last message as codex reads it (`ReviewOutputEvent`): every field required, as
+/// 0.171.0 parses it (a message holding only `overall_explanation` or only `findings` is
+/// taken as plain text: `115_review_inline`).
+#[derive(Deserialize)]
+struct Output {
+    findings: Vec<Finding>,
+    #[allow(dead_code)]
+    overall_correctness: String,
+    overall_explanation: String,
+    #[allow(dead_code)]
+    overall_confidence_score: f32,
+}
+
+#[derive(Deserialize)]
+struct Finding {
+    title: String,
+    body: String,
+    #[allow(dead_code)]
+    confidence_score: f32,
+    #[allow(dead_code)]
+    priority: i32,
+    code_location: Location,
+}
+
+#[derive(Deserialize)]
+struct Location {
+    absolute_file_path: String,
+    line_range: Range,
+}
+
+#[derive(Deserialize)]
+struct Range {
+    start: u32,
+    end: u32,
+}
+
+/// codex `parse_review_output_event`: the text as a review, else its outermost braces, else the
+/// text itself as the explanation.
+fn parse(text: &str) -> (String, Vec<Finding>) {
+    let whole = serde_json::from_str::<Output>(text).ok();
+    let inner = || {
+        let (start, end) = (text.find('{')?, text.rfind('}')?);
+        (start < end)
+            .then(|| serde_json::from_str::<Output>(&text[start..=end]).ok())
+            .flatten()
+    };
+    match whole.or_else(inner) {
+        Some(o) => (o.overall_explanation, o.findings),
+        None => (text.to_string(), Vec::new()),
+    }
+}
+
+/// app-server `render_review_output_text` with core `format_review_findings_block`.
+fn render(text: &str) -> String {
+    let (explanation, findings) = parse(text);
+    let mut sections = Vec::new();
+    if !explanation.trim().is_empty() {
+        sections.push(explanation.trim().to_string());
+    }
+    if !findings.is_empty() {
+        let mut lines = vec![if findings.len() > 1 {
+            "Full review comments:".to_string()
+        } else {
+            "Review comment:".to_string()
+        }];
+        for f in &findings {
+            let at = &f.code_location;
+            lines.push(String::new());
+            lines.push(format!(
+                "- {} — {}:{}-{}",
+                f.title, at.absolute_file_path, at.line_range.start, at.line_range.end
+            ));
+            lines.extend(f.body.lines().map(|l| format!("  {l}")));
+        }
+        sections.push(lines.join("\n").trim().to_string());
+    }
+    if sections.is_empty() {
+        "Reviewer failed to output a response.".to_string()
+    } else {
+        sections.join("\n\n")
+    }
+}
+
+/// An item started and completed at once; returns it as completed.
+fn show(ctx: &Ctx, item: Value) -> Value {
+    let at = ctx.started(&item);
+    let done = now_ms();
+    let mut item = item;
+    item["startedAtMs"] = json!(at);
+    item["completedAtMs"] = json!(done);
+    ctx.item_notify(
+        "item/completed",
+        json!({"item": item}),
+        json!({"contentTokenCount": null, "completedAtMs": done}),
+    );
+    item
+}
+
+/// The child's one model request: each agent message's start is forwarded, its text kept; the
+/// last one's text is the review (a reviewer calling tools is not modeled).
+fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
+    ctx.next_response();
+    let steps: Vec<_> = script
+        .responses()
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
+    let Reply::Stream(outs) = script::reply(ctx.resp, &steps) else {
+        return None;
+    };
+    let mut last = None;
+    for o in &outs {
+        match o {
+            Out::Delay(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+            Out::Local(_) => {}
+            Out::Event(e, _) => match Event::read(e) {
+                Event::Added {
+                    item: Item::Message { id, phase, .. },
+                } => {
+                    ctx.started(&agent_message(&message_id(id), "", &json!(phase)));
+                }
+                Event::Done {
+                    item: Item::Message { content, .. },
+                } => last = Some(Item::message_text(&content)),
+                Event::Completed { .. } => break,
+                _ => {}
+            },
+        }
+    }
+    last
+}
+
+/// The review turn `parent` (already answered), played to its end.
+pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: &Script) {
+    let thread_id = ctl.thread_id.clone();
+    let parent = ctl.turn_id();
+    let started = now_secs();
+    let mut ctx = Ctx::new(conn, ctl, &parent);
+    let mut rollout = Rollout::load(&conn.fake.store.load()["threads"][&thread_id]["rollout"]);
+    // The parent turn writes no start of its own: its items' events, the child's turn start
+    // and user message, the review's user and assistant messages, its end (0.171.0's rollout).
+    let entered = show(
+        &ctx,
+        json!({"type": "enteredReviewMode", "id": uuid::Uuid::now_v7().to_string(),
+               "review": req.hint}),
+    );
+    let entered_at = rollout.add(1);
+    let child = uuid::Uuid::now_v7().to_string();
+    let child_started = now_secs();
+    ctx.status(json!({"type": "active", "activeFlags": []}));
+    conn.notify(
+        "turn/started",
+        json!({"threadId": thread_id,
+               "turn": turn_obj(&child, &parent, "inProgress", Some(child_started), None, &[])}),
+    );
+    let child_at = rollout.add(1);
+    let prompt = show(
+        &ctx,
+        json!({"type": "userMessage", "id": uuid::Uuid::now_v7().to_string(), "clientId": null,
+               "content": [{"type": "text", "text": req.prompt, "text_elements": []}]}),
+    );
+    let prompt_at = rollout.add(1);
+    let text = child_stream(&mut ctx, script).unwrap_or_default();
+    let review = render(&text);
+    rollout.add(1);
+    let exited = show(
+        &ctx,
+        json!({"type": "exitedReviewMode", "id": uuid::Uuid::now_v7().to_string(),
+               "review": review}),
+    );
+    let exited_at = rollout.add(1);
+    let answer = show(
+        &ctx,
+        agent_message(
+            &format!("msg_{}", uuid::Uuid::now_v7()),
+            &review,
+            &Value::Null,
+        ),
+    );
+    rollout.add(1);
+    let answer_at = rollout.add(1);
+    rollout.item = answer_at;
+    let end = rollout.add(1);
+    rollout.turn = end;
+    ctx.read_state();
+    ctx.status(json!({"type": "idle"}));
+    // The child turn never completes in the parent's history (its end is not forwarded).
+    let child_turn = json!({"id": child, "reviewRoot": parent, "items": [prompt],
+                            "status": "interrupted", "error": null, "startedAt": child_started,
+                            "completedAt": null, "durationMs": null,
+                            "rolloutOrdinal": child_at, "itemOrdinals": [prompt_at]});
+    save_turn(conn, &thread_id, &child_turn, rollout);
+    let turn = turn_obj(
+        &parent,
+        &parent,
+        "completed",
+        Some(started),
+        None,
+        std::slice::from_ref(&answer),
+    );
+    let mut stored = turn.clone();
+    stored["items"] = json!([entered, exited, answer]);
+    stored["rolloutOrdinal"] = json!(end);
+    stored["itemOrdinals"] = json!([entered_at, exited_at, answer_at]);
+    stored["endOrdinal"] = json!(end);
+    save_turn(conn, &thread_id, &stored, rollout);
+    conn.fake.write_rollout(&thread_id);
+    super::running().remove(&thread_id);
+    conn.notify(
+        "turn/completed",
+        json!({"threadId": thread_id, "turn": turn}),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render;
+
+    #[test]
+    fn a_review_renders_as_codex_renders_it() {
+        // 115_review_inline's answers on 0.171.0.
+        assert_eq!(render("Looks fine to me."), "Looks fine to me.");
+        let partial = r#"Result: {"overall_explanation": "Partial."} end"#;
+        assert_eq!(render(partial), partial);
+        assert_eq!(render(r#"{"findings": []}"#), r#"{"findings": []}"#);
+        let two = r#"x {"findings":[{"title":"[P1] A","body":"b\nc","confidence_score":0.8,
+            "priority":1,"code_location":{"absolute_file_path":"/a.rs","line_range":
+            {"start":1,"end":2}}},{"title":"B","body":"d","confidence_score":1,"priority":3,
+            "code_location":{"absolute_file_path":"/b.rs","line_range":{"start":7,"end":7}}}],
+            "overall_correctness":"no","overall_explanation":"  Two.  ",
+            "overall_confidence_score":0.7} y"#;
+        assert_eq!(
+            render(two),
+            "Two.\n\nFull review comments:\n\n- [P1] A — /a.rs:1-2\n  b\n  c\n\n- B — /b.rs:7-7\n  d"
+        );
+        assert_eq!(
+            render(r#"{"findings":[],"overall_correctness":"","overall_explanation":" ","overall_confidence_score":0}"#),
+            "Reviewer failed to output a response."
+        );
+    }
+}
