@@ -5,9 +5,9 @@
 //! Each shown by `tests/corpus/turns/42_method_rules` on every version.
 
 use super::view::H;
-use crate::fake::turn;
 use crate::fake::defaults;
 use crate::fake::state::lock;
+use crate::fake::turn;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -1042,17 +1042,24 @@ impl H<'_> {
             }
             "sha" => {
                 let short: String = value.chars().take(7).collect();
-                let title = target["title"].as_str().map(str::trim).filter(|t| !t.is_empty());
+                let title = target["title"]
+                    .as_str()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty());
                 match title {
                     Some(t) => (
                         format!("commit {short}: {t}"),
-                        format!("Review the code changes introduced by commit {value} \
-                                 (\"{t}\"). Provide prioritized, actionable findings."),
+                        format!(
+                            "Review the code changes introduced by commit {value} \
+                                 (\"{t}\"). Provide prioritized, actionable findings."
+                        ),
                     ),
                     None => (
                         format!("commit {short}"),
-                        format!("Review the code changes introduced by commit {value}. \
-                                 Provide prioritized, actionable findings."),
+                        format!(
+                            "Review the code changes introduced by commit {value}. \
+                                 Provide prioritized, actionable findings."
+                        ),
                     ),
                 }
             }

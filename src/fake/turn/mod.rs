@@ -30,8 +30,8 @@ use ctl::End;
 pub use ctl::{running, TurnCtl};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
-pub use review::{answer as review_answer, Request as ReviewRequest};
 use items::{save_turn, turn_obj};
+pub use review::{answer as review_answer, Request as ReviewRequest};
 
 use super::rpc::Conn;
 use super::state::lock;

@@ -6,7 +6,7 @@
 //! `exitedReviewMode` item and a final agent message (app-server `render_review_output_text`).
 //! Shown on 0.163.0, 0.169.0 and 0.171.0 by turn scenario `115_review_inline`.
 
-use super::ctl::TurnCtl;
+use super::ctl::{running, TurnCtl};
 use super::ctx::Ctx;
 use super::items::{agent_message, save_turn, turn_obj};
 use super::rollout::Rollout;
@@ -139,6 +139,7 @@ fn show(ctx: &Ctx, item: Value) -> Value {
 /// The child's one model request: each agent message's start is forwarded, its text kept; the
 /// last one's text is the review (a reviewer calling tools is not modeled).
 fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
+    std::thread::sleep(MODEL);
     ctx.next_response();
     let steps: Vec<_> = script
         .responses()
@@ -173,21 +174,53 @@ fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
     last
 }
 
+/// How long each step of a review takes on the real server, idle (the medians of turn
+/// scenario 115 on 0.169.0 and 0.171.0, three reviews each, after the answer): entering review
+/// mode (1.2 ms; 6.9 ms while two requests sent after the answer were answered first,
+/// s17170001_0261), the child conversation's start (+9 ms), its user message (+6 ms), the
+/// model's first event (+18 ms), the review's exit (+7 ms) and the turn's end (+7 ms).
+const ENTER: Duration = Duration::from_micros(2000);
+const CHILD_START: Duration = Duration::from_millis(9);
+const PROMPT: Duration = Duration::from_millis(6);
+const MODEL: Duration = Duration::from_millis(18);
+const EXIT: Duration = Duration::from_millis(7);
+const END: Duration = Duration::from_millis(7);
+
 /// The review turn `parent` (already answered), played to its end.
 pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: &Script) {
     let thread_id = ctl.thread_id.clone();
     let parent = ctl.turn_id();
     let started = now_secs();
     let mut ctx = Ctx::new(conn, ctl, &parent);
-    let mut rollout = Rollout::load(&conn.fake.store.load()["threads"][&thread_id]["rollout"]);
     // The parent turn writes no start of its own: its items' events, the child's turn start
     // and user message, the review's user and assistant messages, its end (0.171.0's rollout).
+    // The review's turn context, then the child conversation's, each on a model without
+    // metadata says so (fidelity s16160001_0014: before entering review mode, and before the
+    // child turn starts).
+    let thread = conn.fake.store.load()["threads"][&thread_id].clone();
+    let model = thread["model"]
+        .as_str()
+        .map_or_else(|| conn.fake.config().model.clone(), str::to_string);
+    let warning = conn.fake.catalog.unknown_model_warning(&model);
+    let warn = || {
+        if let Some(message) = &warning {
+            conn.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
+    };
+    std::thread::sleep(ENTER);
+    warn();
     let entered = show(
         &ctx,
         json!({"type": "enteredReviewMode", "id": uuid::Uuid::now_v7().to_string(),
                "review": req.hint}),
     );
+    let mut rollout = Rollout::load(&thread["rollout"]);
     let entered_at = rollout.add(1);
+    std::thread::sleep(CHILD_START);
+    warn();
     let child = uuid::Uuid::now_v7().to_string();
     let child_started = now_secs();
     ctx.status(json!({"type": "active", "activeFlags": []}));
@@ -197,6 +230,7 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
                "turn": turn_obj(&child, &parent, "inProgress", Some(child_started), None, &[])}),
     );
     let child_at = rollout.add(1);
+    std::thread::sleep(PROMPT);
     let prompt = show(
         &ctx,
         json!({"type": "userMessage", "id": uuid::Uuid::now_v7().to_string(), "clientId": null,
@@ -205,6 +239,7 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
     let prompt_at = rollout.add(1);
     let text = child_stream(&mut ctx, script).unwrap_or_default();
     let review = render(&text);
+    std::thread::sleep(EXIT);
     rollout.add(1);
     let exited = show(
         &ctx,
@@ -225,6 +260,7 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
     rollout.item = answer_at;
     let end = rollout.add(1);
     rollout.turn = end;
+    std::thread::sleep(END);
     ctx.read_state();
     ctx.status(json!({"type": "idle"}));
     // The child turn never completes in the parent's history (its end is not forwarded).
@@ -248,7 +284,7 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
     stored["endOrdinal"] = json!(end);
     save_turn(conn, &thread_id, &stored, rollout);
     conn.fake.write_rollout(&thread_id);
-    super::running().remove(&thread_id);
+    running().remove(&thread_id);
     conn.notify(
         "turn/completed",
         json!({"threadId": thread_id, "turn": turn}),
@@ -277,7 +313,9 @@ mod tests {
             "Two.\n\nFull review comments:\n\n- [P1] A — /a.rs:1-2\n  b\n  c\n\n- B — /b.rs:7-7\n  d"
         );
         assert_eq!(
-            render(r#"{"findings":[],"overall_correctness":"","overall_explanation":" ","overall_confidence_score":0}"#),
+            render(
+                r#"{"findings":[],"overall_correctness":"","overall_explanation":" ","overall_confidence_score":0}"#
+            ),
             "Reviewer failed to output a response."
         );
     }
