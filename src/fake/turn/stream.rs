@@ -32,6 +32,8 @@ enum Active {
         /// When its `item/started` went out (in Plan mode, only once text outside a plan came).
         at: Option<i64>,
         plan: Option<PlanStream>,
+        /// Text that may open a memory citation, held back from the deltas (see `visible`).
+        held: String,
     },
     Reasoning {
         id: String,
@@ -150,6 +152,7 @@ impl Ctx<'_> {
                     phase,
                     at,
                     plan,
+                    held: String::new(),
                 });
             }
             Event::Added {
@@ -172,13 +175,20 @@ impl Ctx<'_> {
                     phase,
                     at,
                     plan,
+                    held,
                 }) = active
                 {
                     match plan {
-                        None => self.notify(
-                            "item/agentMessage/delta",
-                            json!({"itemId": id, "delta": delta}),
-                        ),
+                        None => {
+                            held.push_str(&delta);
+                            let shown = visible(held);
+                            if !shown.is_empty() {
+                                self.notify(
+                                    "item/agentMessage/delta",
+                                    json!({"itemId": id, "delta": shown}),
+                                );
+                            }
+                        }
                         Some(p) => {
                             let segs = p.split.feed(&delta);
                             self.plan_segments(segs, id, phase, at, p);
@@ -227,6 +237,7 @@ impl Ctx<'_> {
                         phase: started_phase,
                         mut at,
                         plan: Some(mut p),
+                        ..
                     }) => {
                         let segs = p.split.finish();
                         self.plan_segments(segs, &started_id, &started_phase, &mut at, &mut p);
@@ -240,8 +251,16 @@ impl Ctx<'_> {
                     Some(Active::Message {
                         id: started_id,
                         at: Some(at),
+                        held,
                         ..
                     }) => {
+                        // The message's end lets out what was held back.
+                        if !held.is_empty() {
+                            self.notify(
+                                "item/agentMessage/delta",
+                                json!({"itemId": started_id, "delta": held}),
+                            );
+                        }
                         let id = id.unwrap_or(started_id);
                         self.completed(agent_message(&id, &text, &phase), at);
                     }
@@ -356,6 +375,21 @@ fn completed_next(outs: &[Out]) -> Option<Option<Usage>> {
 }
 
 /// A message's id: the model's, else a fresh one (codex gives an id-less message a new uuid).
+/// codex streams a message's text through its citation parser (`codex_utils_stream_parser`
+/// `InlineHiddenTagParser`): the end of the text that could still open `<oai-mem-citation>`
+/// waits for the next delta (fidelity s19190001_0215: `"It's <"` shown as `"It's "`, the `<`
+/// with the next delta). Returns what shows now, leaving the rest in `held`. A whole citation
+/// (hidden, and the item's `memoryCitation`) is not modeled.
+fn visible(held: &mut String) -> String {
+    const OPEN: &str = "<oai-mem-citation>";
+    let keep = (1..OPEN.len())
+        .rev()
+        .find(|&k| held.ends_with(&OPEN[..k]))
+        .unwrap_or(0);
+    let rest = held.split_off(held.len() - keep);
+    std::mem::replace(held, rest)
+}
+
 pub(super) fn message_id(id: Option<String>) -> String {
     id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
