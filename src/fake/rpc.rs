@@ -240,29 +240,49 @@ impl Conn {
 
     /// Records and writes one message. A dead peer is not an error for the fake.
     pub fn send(&self, msg: Value) {
-        let mut msg = msg;
-        if let Some(p) = &self.fake.projector {
-            let method = msg.get("result").and_then(|_| {
-                lock(&self.session)
-                    .awaiting_method(&msg["id"])
-                    .map(str::to_string)
-            });
-            p.project(&mut msg, method.as_deref());
+        self.send_together(vec![msg]);
+    }
+
+    /// Records and writes messages the real server sends in one write (a request sent on the
+    /// first cannot be answered before the last).
+    pub fn send_together(&self, msgs: Vec<Value>) {
+        let msgs: Vec<(String, Value)> = msgs
+            .into_iter()
+            .map(|mut msg| {
+                if let Some(p) = &self.fake.projector {
+                    let method = msg.get("result").and_then(|_| {
+                        lock(&self.session)
+                            .awaiting_method(&msg["id"])
+                            .map(str::to_string)
+                    });
+                    p.project(&mut msg, method.as_deref());
+                }
+                (msg.to_string(), msg)
+            })
+            .collect();
+        let mut out = lock(&self.out);
+        for (line, msg) in &msgs {
+            self.push_line(&mut out, line, msg);
         }
-        let line = msg.to_string();
-        self.emit(&line, &msg);
+        if !out.held {
+            self.drain(out);
+        }
     }
 
     /// Records and writes one line to the peer (or queues it while the transport holds output
     /// back), in one step so that the transcript's order is the peer's.
     fn emit<M: serde::Serialize + ?Sized>(&self, line: &str, msg: &M) {
         let mut out = lock(&self.out);
-        self.fake.transcript.record(&Entry::new("out", Some(msg)));
-        out.buf.push_str(line);
-        out.buf.push('\n');
+        self.push_line(&mut out, line, msg);
         if !out.held {
             self.drain(out);
         }
+    }
+
+    fn push_line<M: serde::Serialize + ?Sized>(&self, out: &mut Out, line: &str, msg: &M) {
+        self.fake.transcript.record(&Entry::new("out", Some(msg)));
+        out.buf.push_str(line);
+        out.buf.push('\n');
     }
 
     fn drain(&self, mut out: MutexGuard<'_, Out>) {
@@ -301,10 +321,18 @@ impl Conn {
     }
 
     pub fn notify(&self, method: &str, params: Value) {
-        if self.withheld(method) {
-            return;
-        }
-        self.send(json!({"method": method, "params": params, "emittedAtMs": now_ms()}));
+        self.notify_together(vec![(method, params)]);
+    }
+
+    /// Notifications the real server sends in one write (see [`Conn::send_together`]).
+    pub fn notify_together(&self, notes: Vec<(&str, Value)>) {
+        let at = now_ms();
+        let msgs = notes
+            .into_iter()
+            .filter(|(method, _)| !self.withheld(method))
+            .map(|(method, params)| json!({"method": method, "params": params, "emittedAtMs": at}))
+            .collect();
+        self.send_together(msgs);
     }
 
     /// A thread's settings warnings (`warning`), as a start, a cold resume and a fork send them.

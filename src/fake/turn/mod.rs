@@ -390,16 +390,19 @@ fn play(
         if last {
             running().remove(&thread_id);
         }
-        conn.notify(
+        // An approval request the turn's end resolved is said in the same write as the end
+        // (fidelity s17170001_0266: a request sent on `turn/completed` is answered after both).
+        let mut end = vec![(
             "turn/completed",
             json!({"threadId": thread_id, "turn": turn}),
-        );
+        )];
         if let Some(id) = pending {
-            conn.notify(
+            end.push((
                 "serverRequest/resolved",
                 json!({"threadId": thread_id, "requestId": id}),
-            );
+            ));
         }
+        conn.notify_together(end);
         if last {
             break;
         }
