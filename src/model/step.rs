@@ -510,6 +510,13 @@ impl Script {
     /// given, else `steps` cut after every step that ends a response — where a `usage` step
     /// right after a tool call is that response's usage (the place its report shows on the
     /// wire) unless the response already had one before the call (the older way to write it).
+    /// The first response's steps (those that parse): what a one-request turn plays (a
+    /// compaction's summary, a review's child).
+    pub fn first_response(&self) -> Vec<Step> {
+        let first = self.responses().into_iter().next().unwrap_or_default();
+        first.into_iter().filter_map(Result::ok).collect()
+    }
+
     pub fn responses(&self) -> Vec<Parsed> {
         if let Some(rs) = &self.responses {
             return rs.iter().map(|r| parse_all(r)).collect();

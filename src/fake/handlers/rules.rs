@@ -252,11 +252,24 @@ impl H<'_> {
     pub(super) fn realtime_append_audio(&self, id: &Value, p: &Value) -> Result<(), String> {
         let (thread_id, _) = self.fake.loaded_thread(p)?;
         self.result(id, json!({}));
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        self.submission_failed(
+            &thread_id,
+            &turn_id,
+            "conversation is not running",
+            "badRequest",
+        );
+        Ok(())
+    }
+
+    /// A submission failed before its turn ran: the thread turns `systemError` (the status
+    /// changes once: a thread already failed says only the error again), then an `error`
+    /// names the submission as its turn.
+    fn submission_failed(&self, thread_id: &str, turn_id: &str, message: &str, info: &str) {
         let before = self.fake.store.update(|d| {
-            let t = &mut d["threads"][&thread_id]["systemError"];
+            let t = &mut d["threads"][thread_id]["systemError"];
             std::mem::replace(t, json!(true))
         });
-        // The status changes once: a thread already failed says only the error again.
         if before != true {
             self.notify(
                 "thread/status/changed",
@@ -265,13 +278,10 @@ impl H<'_> {
         }
         self.notify(
             "error",
-            json!({"error": {"message": "conversation is not running",
-                             "codexErrorInfo": "badRequest", "additionalDetails": null,
-                             "misalignment": null},
-                   "willRetry": false, "threadId": thread_id,
-                   "turnId": uuid::Uuid::now_v7().to_string()}),
+            json!({"error": {"message": message, "codexErrorInfo": info,
+                             "additionalDetails": null, "misalignment": null},
+                   "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
         );
-        Ok(())
     }
 
     /// `thread/realtime/start` on a loaded thread: answered, then the session fails without
@@ -1076,23 +1086,8 @@ impl H<'_> {
             // repository the thread fails (0.171.0, turn scenario 115).
             let turn_id = uuid::Uuid::now_v7().to_string();
             self.result(id, turn::review_answer(&thread_id, &turn_id, &hint));
-            let before = self.fake.store.update(|d| {
-                let t = &mut d["threads"][&thread_id]["systemError"];
-                std::mem::replace(t, json!(true))
-            });
-            if before != true {
-                self.notify(
-                    "thread/status/changed",
-                    json!({"threadId": thread_id, "status": {"type": "systemError"}}),
-                );
-            }
             let message = format!("{} is not a git repository", json!(cwd.to_string_lossy()));
-            self.notify(
-                "error",
-                json!({"error": {"message": message, "codexErrorInfo": "other",
-                                 "additionalDetails": null, "misalignment": null},
-                       "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
-            );
+            self.submission_failed(&thread_id, &turn_id, &message, "other");
             return Ok(());
         }
         turn::start_review(self.c, id, &thread_id, turn::ReviewRequest { hint, prompt });

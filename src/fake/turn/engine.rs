@@ -132,14 +132,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn compaction(&mut self, summary: &Script) -> Result<(), End> {
         // One model request: the summary (`summary`'s first response; only its usage shows).
         self.next_response();
-        let steps: Vec<_> = summary
-            .responses()
-            .into_iter()
-            .next()
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(Result::ok)
-            .collect();
+        let steps = summary.first_response();
         let (usage, pauses) = match script::reply(self.resp, &steps) {
             Reply::Stream(outs) => (
                 outs.iter().filter_map(|o| o.event()).find_map(|e| {

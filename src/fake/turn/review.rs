@@ -141,14 +141,7 @@ fn show(ctx: &Ctx, item: Value) -> Value {
 fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
     std::thread::sleep(MODEL);
     ctx.next_response();
-    let steps: Vec<_> = script
-        .responses()
-        .into_iter()
-        .next()
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(Result::ok)
-        .collect();
+    let steps = script.first_response();
     let Reply::Stream(outs) = script::reply(ctx.resp, &steps) else {
         return None;
     };
