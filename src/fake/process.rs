@@ -19,6 +19,8 @@ const STARTUP_MS: u64 = 200;
 /// Runs one fake process: its state, the transport its command line asks for.
 pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
     let fake = Fake::new(dir, &a.overrides, a.protocol.unwrap_or_else(crate::newest));
+    let protocol = fake.protocol;
+    std::thread::spawn(move || super::defaults::warm(protocol));
     // SAFETY: getppid has no preconditions.
     let ppid = unsafe { libc::getppid() };
     fake.record(json!({"event": "spawn", "argv": args, "ppid": ppid}));

@@ -186,16 +186,23 @@ impl H<'_> {
     /// Whether a flag is on for this process: the configuration's `[features]` (flags, then
     /// config.toml), else a run-time enablement, else `None` (the version's default).
     pub(super) fn feature_enabled(&self, name: &str) -> Option<bool> {
+        self.features_enabled()(name)
+    }
+
+    /// [`Self::feature_enabled`] for many flags: the configuration read once.
+    pub(super) fn features_enabled(&self) -> impl Fn(&str) -> Option<bool> + '_ {
         let table = uc::merged(&self.user_table(), &uc::flags(&self.fake.overrides));
-        let configured = table
-            .get("features")
-            .and_then(|f| f.get(name))
-            .and_then(Value::as_bool);
-        configured.or_else(|| {
-            crate::fake::state::lock(&self.fake.enablement)
-                .get(name)
-                .and_then(Value::as_bool)
-        })
+        move |name| {
+            let configured = table
+                .get("features")
+                .and_then(|f| f.get(name))
+                .and_then(Value::as_bool);
+            configured.or_else(|| {
+                crate::fake::state::lock(&self.fake.enablement)
+                    .get(name)
+                    .and_then(Value::as_bool)
+            })
+        }
     }
 }
 
