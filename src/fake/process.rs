@@ -19,8 +19,6 @@ const STARTUP_MS: u64 = 200;
 /// Runs one fake process: its state, the transport its command line asks for.
 pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
     let fake = Fake::new(dir, &a.overrides, a.protocol.unwrap_or_else(crate::newest));
-    let protocol = fake.protocol;
-    std::thread::spawn(move || super::defaults::warm(protocol));
     // SAFETY: getppid has no preconditions.
     let ppid = unsafe { libc::getppid() };
     fake.record(json!({"event": "spawn", "argv": args, "ppid": ppid}));
@@ -45,6 +43,9 @@ pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     watch_signals(fake.clone());
+    // After the signal mask: a thread started before it would take SIGTERM by default.
+    let protocol = fake.protocol;
+    std::thread::spawn(move || super::defaults::warm(protocol));
     let listen = a.listen.as_deref().unwrap_or("stdio://");
     let token = match (&a.ws_auth, &a.ws_token_file) {
         (None, _) => None,
