@@ -63,6 +63,9 @@ pub struct TurnFacts {
     /// shown from the first turn that carries settings; 0.163.0 drops both, fidelity
     /// s14140001_0243).
     pub requested_service_tier_served_only: bool,
+    /// `thread/list` checks its `projectId` before its included and excluded thread ids
+    /// (`117_thread_list_project`).
+    pub thread_list_project_first: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

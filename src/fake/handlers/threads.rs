@@ -876,6 +876,24 @@ impl H<'_> {
 
     pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let archived = params["archived"].as_bool() == Some(true);
+        // A project named must exist (0.163.0 and 0.169.0 check it first, 0.171.0 after the
+        // thread ids), before the lineage filters (117_thread_list_project on every version).
+        let project = params["projectId"].as_str();
+        let check_project = || match project {
+            Some("") => Err(format!(
+                "{}projectId must not be empty",
+                crate::fake::rpc::INVALID_PARAMS_PREFIX
+            )),
+            Some(p) if !self.project_exists(p) => Err(format!(
+                "{}project not found: {p}",
+                crate::fake::rpc::INVALID_PARAMS_PREFIX
+            )),
+            _ => Ok(()),
+        };
+        let project_first = self.fake.turn_facts.thread_list_project_first;
+        if project_first {
+            check_project()?;
+        }
         // The included ids are parsed first, then the excluded ones, as invalid params (fidelity
         // s9090001_0555, s11110001_0236; probed on 0.171.0).
         for (key, what) in [
@@ -889,6 +907,9 @@ impl H<'_> {
                     return Err(format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX));
                 }
             }
+        }
+        if !project_first {
+            check_project()?;
         }
         // An attachment filter excludes the lineage ones, then its id is parsed (fidelity
         // s7070001_0819).
@@ -924,6 +945,7 @@ impl H<'_> {
             .filter(|(_, info)| info["archived"].as_bool().unwrap_or(false) == archived)
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
             .filter(|_| parent.is_none())
+            .filter(|(_, info)| project.is_none_or(|p| info["projectId"] == p))
             // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
             .filter(|(_, info)| info["preview"].as_str().is_some_and(|p| !p.is_empty()))
             .map(|(tid, info)| {
