@@ -288,11 +288,7 @@ impl H<'_> {
                     "{method} requires exactly one of marketplacePath or remoteMarketplaceName"
                 ))
             }
-            (None, false) => {
-                return Err(format!(
-                    "{verb}: chatgpt authentication required for remote plugin catalog"
-                ))
-            }
+            (None, false) => return Err(self.remote_catalog_refused(verb)),
             (Some(path), true) => PathBuf::from(path),
         };
         if method == "plugin/read" && self.plugins_off() {
@@ -488,11 +484,7 @@ impl H<'_> {
         let (name, market) = match plugins::uninstall_id(plugin_id) {
             UninstallId::Local { name, marketplace } => (name, marketplace),
             UninstallId::Remote => {
-                return Err(
-                    "resolve remote plugin before uninstall: chatgpt authentication \
-                            required for remote plugin catalog"
-                        .into(),
-                )
+                return Err(self.remote_catalog_refused("resolve remote plugin before uninstall"))
             }
             UninstallId::Invalid => return Err("invalid remote plugin id".into()),
         };

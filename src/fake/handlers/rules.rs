@@ -457,9 +457,18 @@ impl H<'_> {
             "plugin/share/updateTargets" => "update remote plugin share targets",
             _ => "delete remote plugin share",
         };
-        Err(format!(
-            "{what}: chatgpt authentication required for remote plugin catalog"
-        ))
+        Err(self.remote_catalog_refused(what))
+    }
+
+    /// The remote plugin catalog refused: it needs a ChatGPT login, and says so of an API key
+    /// login (turn scenario 118 on every version).
+    pub(super) fn remote_catalog_refused(&self, what: &str) -> String {
+        let api_key = if self.has_api_key() {
+            "; api key auth is not supported"
+        } else {
+            ""
+        };
+        format!("{what}: chatgpt authentication required for remote plugin catalog{api_key}")
     }
 
     /// Remote control pairing: codes are checked first, then remote control must be on — and
