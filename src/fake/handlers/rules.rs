@@ -826,6 +826,16 @@ impl H<'_> {
         if !p["cursor"].is_null() {
             return Err("invalid realtime cursor".into());
         }
+        // A session named (none runs here) has nothing projected: coverage unsupported
+        // (turn scenario 119b; fidelity s21210001_0248).
+        if p["sessionId"].is_string() {
+            self.result(
+                id,
+                json!({"data": [], "nextCursor": null, "snapshotEnd": 0,
+                       "projectedThroughItemIndex": 0, "coverage": "unsupported"}),
+            );
+            return Ok(());
+        }
         if info["turns"].as_array().is_some_and(|t| !t.is_empty()) {
             return self.not_modeled("thread/realtime/list");
         }
