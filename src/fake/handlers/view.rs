@@ -313,6 +313,21 @@ pub(super) fn legacy_numbered(info: &Value) -> std::borrow::Cow<'_, Value> {
             if item["type"] == "reasoning" {
                 item["content"] = json!([]);
             }
+            // codex rebuilds a legacy user message from its event's text, which it keeps only
+            // when it says something (`build_user_inputs`: fidelity s21210001_0268, an empty
+            // input shown with no content).
+            if item["type"] == "userMessage" {
+                if let Some(content) = item["content"].as_array_mut() {
+                    let text: String = content
+                        .iter()
+                        .filter(|c| c["type"] == "text")
+                        .filter_map(|c| c["text"].as_str())
+                        .collect();
+                    if text.trim().is_empty() {
+                        content.retain(|c| c["type"] != "text");
+                    }
+                }
+            }
             item["startedAtMs"] = Value::Null;
             item["completedAtMs"] = Value::Null;
         }
