@@ -779,11 +779,13 @@ impl<'a> Ctx<'a> {
             return Ok(());
         }
         self.completed(merge(&base, json!({"status": status})), at);
-        // The turn's whole diff after each patch, even when it nets to nothing (a file added
-        // then deleted: `""`, seen on 0.163.0–0.171.0); only a non-empty one is reported again
-        // after a response or at the turn's end.
+        // The turn's whole diff after each patch, even when it comes to nothing once it was
+        // something (a file added then deleted: `""`, seen on 0.163.0–0.171.0); a patch that
+        // changed nothing in a turn with no diff yet reports none (a file written again as it
+        // was: fidelity s21210001_0191); only a non-empty one is reported again after a
+        // response or at the turn's end.
         let diff = self.tracker.diff(&cwd);
-        if !self.diff_stopped {
+        if !self.diff_stopped && (diff.is_some() || self.turn_diff.is_some()) {
             let shown = diff.clone().unwrap_or_default();
             self.notify("turn/diff/updated", json!({"diff": shown}));
         }
