@@ -330,6 +330,13 @@ impl H<'_> {
         {
             return Err("ephemeral paginated thread/fork requires `excludeTurns: true`".into());
         }
+        // A fork with its source's turns says full hydration is deprecated before it loads its
+        // configuration (fidelity s21210001_0287: said, then the fork refused for its
+        // permissions profile).
+        let with_turns = params["excludeTurns"].as_bool() != Some(true);
+        if with_turns && info["historyMode"] != "legacy" {
+            self.hydration_notice();
+        }
         let thread_id = uuid::Uuid::now_v7().to_string();
         // A fork keeps its source's cwd, approval settings and sandbox setting (a
         // `workspace-write` mode or policy excepted: the configured default then; on 0.163.0
@@ -400,10 +407,6 @@ impl H<'_> {
             .store
             .update(|d| d["threads"][&thread_id] = new.clone());
         lock(&self.fake.loaded).insert(thread_id.clone());
-        let with_turns = params["excludeTurns"].as_bool() != Some(true);
-        if with_turns && new["historyMode"] != "legacy" {
-            self.hydration_notice();
-        }
         // The fork's session start speaks before its result (0.171.0, f31).
         self.session_started(&thread_id);
         self.result(id, self.thread_response(&thread_id, &new, with_turns));
