@@ -43,9 +43,18 @@ pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     watch_signals(fake.clone());
-    // After the signal mask: a thread started before it would take SIGTERM by default.
+    // After the signal mask: a thread started before it would take SIGTERM by default. At the
+    // lowest priority, so that it never delays what the fake says at start-up (a kept
+    // session's start-up order raced once under load when it ran at the normal one).
     let protocol = fake.protocol;
-    std::thread::spawn(move || super::defaults::warm(protocol));
+    std::thread::spawn(move || {
+        // SAFETY: gettid and setpriority on the calling thread, no pointers involved.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+        }
+        super::defaults::warm(protocol)
+    });
     let listen = a.listen.as_deref().unwrap_or("stdio://");
     let token = match (&a.ws_auth, &a.ws_token_file) {
         (None, _) => None,
