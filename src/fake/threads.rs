@@ -236,6 +236,45 @@ pub fn materialized(info: &Value) -> bool {
     info["materialized"] == true || info["turns"].as_array().is_some_and(|t| !t.is_empty())
 }
 
+/// Stored by a metadata change alone (`thread/memoryMode/set`, `thread/metadata/update` before
+/// the first user message): the state database knows the thread but no rollout file exists,
+/// so its paged history cannot be resolved (`120_history_of_a_thread_stored_without_rollout`).
+pub fn rolloutless(info: &Value) -> bool {
+    info["noRollout"] == true && info["turns"].as_array().is_none_or(Vec::is_empty)
+}
+
+/// Marks a thread stored by a metadata change: without a rollout unless it was stored already.
+pub fn store_metadata(t: &mut Value) {
+    if !materialized(t) {
+        t["noRollout"] = json!(true);
+    }
+    t["materialized"] = json!(true);
+}
+
+/// Marks a thread's rollout written: a name set, a turn, a full hydration (`thread/read`
+/// with its turns, `thread/resume` without `excludeTurns`) write it (120b, 120d, 120h).
+pub fn write_rollout(t: &mut Value) {
+    t["materialized"] = json!(true);
+    if let Some(o) = t.as_object_mut() {
+        o.remove("noRollout");
+    }
+}
+
+/// codex's refusal to page the history of a thread stored without a rollout.
+pub fn missing_rollout(thread_id: &str) -> String {
+    format!("invalid paginated history lineage for {thread_id}: missing source rollout")
+}
+
+/// Whether a string cursor of `thread/turns/list` or `thread/items/list` is one this thread's
+/// list gives out: codex's `HistoryCursor` (thread, ordinal, anchor flag, `scope.kind`).
+pub fn valid_history_cursor(cursor: &str, thread_id: &str, kind: &str) -> bool {
+    let v: Value = serde_json::from_str(cursor).unwrap_or(Value::Null);
+    v["includeAnchor"].is_boolean()
+        && v["requestedThreadId"] == thread_id
+        && v["rolloutOrdinal"].is_u64()
+        && v["scope"]["kind"] == kind
+}
+
 /// Whether the thread has a rollout of its own: stored, and not ephemeral (an ephemeral thread
 /// is never written: fidelity s15150001_0170, s18180001_0047, s18180001_0282).
 pub fn has_rollout(info: &Value) -> bool {

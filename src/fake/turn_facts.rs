@@ -66,6 +66,9 @@ pub struct TurnFacts {
     /// `thread/list` checks its `projectId` before its included and excluded thread ids
     /// (`117_thread_list_project`).
     pub thread_list_project_first: bool,
+    /// `thread/turns/list` and `thread/items/list` refuse a thread stored without a rollout
+    /// before they check the cursor (`120_history_of_a_thread_stored_without_rollout`).
+    pub history_lineage_before_cursor: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -92,7 +92,7 @@ impl H<'_> {
         ephemeral_refused(&thread_id, &info)?;
         self.fake
             .store
-            .update(|d| d["threads"][&thread_id]["materialized"] = json!(true));
+            .update(|d| crate::fake::threads::store_metadata(&mut d["threads"][&thread_id]));
         self.result(id, json!({}));
         Ok(())
     }
@@ -144,7 +144,7 @@ impl H<'_> {
             if !p["daybreakEnabled"].is_null() {
                 t["daybreakEnabled"] = p["daybreakEnabled"].clone();
             }
-            t["materialized"] = json!(true);
+            crate::fake::threads::store_metadata(t);
             t.clone()
         });
         // Answered as read back from the store: no word on direct input (as a list shows).

@@ -111,6 +111,16 @@ impl H<'_> {
             return Err(format!("no rollout found for thread id {thread_id}"));
         }
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
+        // Stored without a rollout: its paged history cannot be resolved, and a full
+        // hydration writes the rollout (0.171.0: 120g, 120h).
+        if crate::fake::threads::rolloutless(&info) {
+            if !with_turns {
+                return Err(crate::fake::threads::missing_rollout(&thread_id));
+            }
+            self.fake
+                .store
+                .update(|d| crate::fake::threads::write_rollout(&mut d["threads"][&thread_id]));
+        }
         // Only a paginated thread's full history is deprecated (`89_legacy_history_items`).
         if with_turns && info["historyMode"] != "legacy" {
             self.hydration_notice();
@@ -451,6 +461,12 @@ impl H<'_> {
                  first user message"
             ));
         }
+        // A full hydration writes the rollout of a thread stored without one (0.171.0: 120d).
+        if with_turns && crate::fake::threads::rolloutless(&info) {
+            self.fake
+                .store
+                .update(|d| crate::fake::threads::write_rollout(&mut d["threads"][&thread_id]));
+        }
         if with_turns && paginated {
             self.notify(
                 "deprecationNotice",
@@ -579,14 +595,20 @@ impl H<'_> {
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         // Nothing to page in an ephemeral thread, nor before the first user message writes the
         // rollout (0.171.0: 42_method_rules), nor in a legacy history (fidelity s13130001_0151).
+        // A stored thread with no turn yet pages nothing (0.171.0: 120b, 120h).
         if info["ephemeral"] == true
             || info["historyMode"] == "legacy"
-            || info["turns"].as_array().is_none_or(Vec::is_empty)
+            || !crate::fake::threads::materialized(&info)
         {
             self.send(json!({"error": {"code": -32601,
                 "message": "thread/items/list is not supported yet"}, "id": id}));
             return Ok(());
         }
+        // A string cursor is checked as `thread/turns/list`'s (fidelity s22220001_0229).
+        let bad_cursor = params["cursor"].as_str().filter(|c| {
+            !crate::fake::threads::valid_history_cursor(c, &thread_id, "itemsByCreatedAtOrdinal")
+        });
+        self.history_checks(&thread_id, &info, bad_cursor)?;
         let mut entries: Vec<(u64, Value)> = Vec::new();
         for t in info["turns"].as_array().into_iter().flatten() {
             if params["turnId"].is_string() && t["id"] != params["turnId"] {
@@ -811,21 +833,38 @@ impl H<'_> {
         // anchor flag (a legacy history's: a turn id with its flag) (fidelity s9090001_0007;
         // probed on 0.171.0: a cursor of another thread, scope or with a field missing is
         // refused).
-        if let Some(c) = params["cursor"].as_str() {
-            let v: Value = serde_json::from_str(c).unwrap_or(Value::Null);
-            let valid = v["includeAnchor"].is_boolean()
-                && if info["historyMode"] == "legacy" {
-                    v["turnId"].is_string()
-                } else {
-                    v["requestedThreadId"] == thread_id.as_str()
-                        && v["rolloutOrdinal"].is_u64()
-                        && v["scope"]["kind"] == "turns"
-                };
-            if !valid {
-                return Err(format!("invalid cursor: {c}"));
+        let bad_cursor = params["cursor"].as_str().filter(|c| {
+            if info["historyMode"] == "legacy" {
+                let v: Value = serde_json::from_str(c).unwrap_or(Value::Null);
+                !(v["includeAnchor"].is_boolean() && v["turnId"].is_string())
+            } else {
+                !crate::fake::threads::valid_history_cursor(c, &thread_id, "turns")
             }
-        }
+        });
+        self.history_checks(&thread_id, &info, bad_cursor)?;
         self.result(id, self.turns_page(&thread_id, &info, params));
+        Ok(())
+    }
+
+    /// The checks both history lists make before paging: the cursor, and a thread stored
+    /// without a rollout (0.171.0 checks the cursor first, 0.163.0 and 0.169.0 the history:
+    /// `120_history_of_a_thread_stored_without_rollout`).
+    fn history_checks(
+        &self,
+        thread_id: &str,
+        info: &Value,
+        bad_cursor: Option<&str>,
+    ) -> Result<(), String> {
+        let rolloutless = crate::fake::threads::rolloutless(info);
+        if rolloutless && self.fake.turn_facts.history_lineage_before_cursor {
+            return Err(crate::fake::threads::missing_rollout(thread_id));
+        }
+        if let Some(c) = bad_cursor {
+            return Err(format!("invalid cursor: {c}"));
+        }
+        if rolloutless {
+            return Err(crate::fake::threads::missing_rollout(thread_id));
+        }
         Ok(())
     }
 
@@ -1062,7 +1101,7 @@ impl H<'_> {
         let name = params["name"].clone();
         self.fake.store.update(|d| {
             d["threads"][&thread_id]["name"] = name.clone();
-            d["threads"][&thread_id]["materialized"] = json!(true);
+            crate::fake::threads::write_rollout(&mut d["threads"][&thread_id]);
         });
         self.result(id, json!({}));
         self.notify(
