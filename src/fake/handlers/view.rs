@@ -302,6 +302,36 @@ pub(super) fn legacy_numbered(info: &Value) -> std::borrow::Cow<'_, Value> {
             continue;
         };
         items.retain(|i| i["type"] != "commandExecution");
+        // codex skips an event with no text and adds a reasoning summary to the reasoning item
+        // just before it (`ThreadHistoryBuilder::handle_agent_message`,
+        // `handle_agent_reasoning`; `121_legacy_history_skips_empty_texts`).
+        let mut kept: Vec<Value> = Vec::with_capacity(items.len());
+        for mut item in items.drain(..) {
+            if item["type"] == "agentMessage" && item["text"] == "" {
+                continue;
+            }
+            if item["type"] == "reasoning" {
+                let parts: Vec<Value> = item["summary"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| p.as_str().is_some_and(|p| !p.is_empty()))
+                    .cloned()
+                    .collect();
+                if parts.is_empty() {
+                    continue;
+                }
+                if let Some(last) = kept.last_mut().filter(|l| l["type"] == "reasoning") {
+                    if let Some(summary) = last["summary"].as_array_mut() {
+                        summary.extend(parts);
+                    }
+                    continue;
+                }
+                item["summary"] = Value::Array(parts);
+            }
+            kept.push(item);
+        }
+        *items = kept;
         for item in items.iter_mut() {
             if matches!(
                 item["type"].as_str(),
