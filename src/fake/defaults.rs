@@ -21,8 +21,14 @@ struct Schema {
 /// The schema of one version, read once per process.
 fn schema(p: &'static Protocol) -> &'static Schema {
     static S: OnceLock<Mutex<HashMap<&'static str, &'static Schema>>> = OnceLock::new();
-    let mut cache = crate::fake::state::lock(S.get_or_init(Default::default));
-    cache.entry(p.version).or_insert_with(|| {
+    let cache = S.get_or_init(Default::default);
+    if let Some(s) = crate::fake::state::lock(cache).get(p.version) {
+        return s;
+    }
+    // Built outside the lock: a request never waits on the start-up thread that builds it at
+    // the lowest priority (under load it could starve while holding the lock). Two threads
+    // may then both build it; the first stored is kept.
+    let built = {
         let defs = p.definitions();
         // A request's response type is named after its params type (`FooParams` → `FooResponse`).
         let mut messages = HashMap::new();
@@ -50,17 +56,20 @@ fn schema(p: &'static Protocol) -> &'static Schema {
             messages,
             captured: captured(p.captured_session),
         }))
-    })
+    };
+    crate::fake::state::lock(cache)
+        .entry(p.version)
+        .or_insert(built)
 }
 
 fn captured(session: &str) -> HashMap<String, Value> {
     let mut methods = HashMap::new();
     let mut out = HashMap::new();
     for line in session.lines() {
-        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+        let Ok(entry) = line.parse::<Value>() else {
             continue;
         };
-        let Some(Ok(msg)) = entry["line"].as_str().map(serde_json::from_str::<Value>) else {
+        let Some(Ok(msg)) = entry["line"].as_str().map(str::parse::<Value>) else {
             continue;
         };
         let id = msg["id"].to_string();
