@@ -65,14 +65,17 @@ impl H<'_> {
 
     /// What every session start (`thread/start`, a cold `thread/resume`, `thread/fork`) says
     /// about the configuration: its startup warnings again, the under-development features it
-    /// turns on, the deprecated names it uses (checked on 0.171.0).
-    pub(super) fn session_started(&self, thread_id: &str) {
+    /// turns on, the deprecated names it uses (checked on 0.171.0). A fork warns on its thread
+    /// only: the configuration a write changed is announced again by the next session start that
+    /// is not a fork (0.171.0: `122_fork_after_a_config_write_warns_on_the_thread_only`).
+    pub(super) fn session_started(&self, thread_id: &str, fork: bool) {
         let config = self.fake.codex_home.join("config.toml");
         let cfg = &self.fake.config();
-        let reloaded = self
-            .fake
-            .config_changed
-            .swap(false, std::sync::atomic::Ordering::SeqCst);
+        let reloaded = !fork
+            && self
+                .fake
+                .config_changed
+                .swap(false, std::sync::atomic::Ordering::SeqCst);
         if let Some(message) = cfg.ignored_keys_warning(&config) {
             // Seen on 0.171.0 (51_settings): a session that loads a configuration a write
             // changed repeats the start-up warning first.

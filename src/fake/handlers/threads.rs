@@ -72,7 +72,7 @@ impl H<'_> {
             "thread/started",
             json!({"thread": self.thread_payload(&thread_id, &info, false)}),
         );
-        self.session_started(&thread_id);
+        self.session_started(&thread_id, false);
         self.warn(&thread_id, warnings);
         Ok(())
     }
@@ -205,7 +205,7 @@ impl H<'_> {
         if newly {
             // The session's start says what it says about the configuration before the thread's
             // listener reports it idle (0.171.0, f27 and f29).
-            self.session_started(&thread_id);
+            self.session_started(&thread_id, false);
             self.warn(&thread_id, std::mem::take(&mut warnings));
             self.notify(
                 "thread/status/changed",
@@ -418,7 +418,7 @@ impl H<'_> {
             .update(|d| d["threads"][&thread_id] = new.clone());
         lock(&self.fake.loaded).insert(thread_id.clone());
         // The fork's session start speaks before its result (0.171.0, f31).
-        self.session_started(&thread_id);
+        self.session_started(&thread_id, true);
         self.result(id, self.thread_response(&thread_id, &new, with_turns));
         if with_turns {
             self.report_usage(&thread_id, &new);
