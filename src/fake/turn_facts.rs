@@ -69,6 +69,8 @@ pub struct TurnFacts {
     /// `thread/turns/list` and `thread/items/list` refuse a thread stored without a rollout
     /// before they check the cursor (`120_history_of_a_thread_stored_without_rollout`).
     pub history_lineage_before_cursor: bool,
+    /// `thread/list` shows the thread a fork came from (`123_fork_of_a_thread_in_a_project`).
+    pub thread_list_shows_fork_origin: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

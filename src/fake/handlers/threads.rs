@@ -399,8 +399,10 @@ impl H<'_> {
         new["forkedFromId"] = json!(source);
         // Its source's `daybreakEnabled` too (fork params have none; all three versions), its
         // name (60_thread_materialized) and the plugins its turns disabled (fidelity
-        // s14140001_0172 on 0.171.0). A fork is stored as it is made.
+        // s14140001_0172 on 0.171.0), and its project (`123_fork_of_a_thread_in_a_project`).
+        // A fork is stored as it is made.
         for key in [
+            "projectId",
             "usage",
             "lastUsage",
             "usageTurnId",
@@ -1004,6 +1006,11 @@ impl H<'_> {
                 // listed thread has a read state, a client's own kind too (0.163.0, 0.169.0 and
                 // 0.171.0).
                 t["threadSource"] = Value::Null;
+                // Nor, after 0.163.0, the thread a fork came from
+                // (`123_fork_of_a_thread_in_a_project`).
+                if !self.fake.turn_facts.thread_list_shows_fork_origin {
+                    t["forkedFromId"] = Value::Null;
+                }
                 (updated, t, revision_state(tid, info))
             })
             .collect();
