@@ -356,6 +356,22 @@ pub(super) fn legacy_numbered(info: &Value) -> std::borrow::Cow<'_, Value> {
                     if text.trim().is_empty() {
                         content.retain(|c| c["type"] != "text");
                     }
+                    // An element without a placeholder shows the text it spans, where that
+                    // range is a whole slice of the text (`124_legacy_history_text_element_
+                    // placeholders`, fidelity s22220001_0034).
+                    for c in content.iter_mut() {
+                        let text = c["text"].as_str().unwrap_or_default().to_string();
+                        for e in c["text_elements"].as_array_mut().into_iter().flatten() {
+                            let range = &e["byteRange"];
+                            let slice = range["start"]
+                                .as_u64()
+                                .zip(range["end"].as_u64())
+                                .and_then(|(a, b)| text.get(a as usize..b as usize));
+                            if let Some(slice) = slice.filter(|_| e["placeholder"].is_null()) {
+                                e["placeholder"] = json!(slice);
+                            }
+                        }
+                    }
                 }
             }
             item["startedAtMs"] = Value::Null;
