@@ -453,6 +453,11 @@ fn collaboration_mode(mode: &Value, texts: &ModeTexts) -> Value {
 /// Where a thread keeps a configured tier it does not yet show ([`Resolved::configured_tier`]).
 const CONFIGURED_TIER: &str = "configuredServiceTier";
 
+/// The configured tier a thread keeps without showing it, if any.
+pub fn configured_tier(info: &Value) -> Option<&str> {
+    info[CONFIGURED_TIER].as_str()
+}
+
 /// The params by which a turn (or `thread/settings/update`) carries settings.
 pub const SETTING_PARAMS: &[&str] = &[
     "cwd",

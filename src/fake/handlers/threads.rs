@@ -164,12 +164,21 @@ impl H<'_> {
                         t.insert("resumeSettingsWritten".into(), json!(true));
                     }
                 }
+                // A tier the thread was configured with (its start's `config`) that its model
+                // does not advertise is still its configuration: warned about again
+                // (`125_configured_tier_warned_again_on_resume`; 0.163.0 drops it).
+                let mut rp = resumed_params(&info, params, &self.fake.cwd);
+                if let Some(t) = settings::configured_tier(&info) {
+                    if rp["config"]["service_tier"].is_null() {
+                        rp["config"]["service_tier"] = json!(t);
+                    }
+                }
                 let mut r = settings::for_start(
                     &self.fake.config(),
                     &self.fake.catalog,
                     &self.fake.turn_facts,
                     &self.fake.cwd,
-                    &resumed_params(&info, params, &self.fake.cwd),
+                    &rp,
                 )?;
                 // Its settings warn as a start's do (a configured tier the model does not
                 // offer; seen on 0.163.0, 0.169.0 and 0.171.0).
