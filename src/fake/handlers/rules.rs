@@ -910,7 +910,10 @@ impl H<'_> {
             return Err("sample source must be a persistent root thread".into());
         }
         let in_progress = p["allowInProgressTurn"] == true;
-        if !in_progress && turn::running().contains_key(&thread_id) {
+        let busy = turn::running()
+            .get(&thread_id)
+            .is_some_and(|c| !c.queued.load(std::sync::atomic::Ordering::SeqCst));
+        if !in_progress && busy {
             return Err("sample source must be idle".into());
         }
         if !crate::fake::threads::materialized(&info) {

@@ -30,6 +30,10 @@ pub struct TurnCtl {
     pub(super) session_approved: Mutex<Vec<String>>,
     /// The `rootTurnId` a `turn/start` gave (else the turn is its own root).
     pub(super) root: Mutex<Option<String>>,
+    /// A `thread/shellCommand`'s turn not begun yet: codex runs the command as a task that
+    /// starts after the reply, and until then the thread is idle to its other requests
+    /// (`thread/sample` on 0.169.0: fidelity s22220001_0212).
+    pub queued: AtomicBool,
 }
 
 impl TurnCtl {

@@ -40,7 +40,7 @@ use crate::model::step::{Scenario, Script};
 use ctx::Ctx;
 use rollout::Rollout;
 use serde_json::{json, Value};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -140,6 +140,7 @@ const SHELL_START: Duration = Duration::from_millis(10);
 /// `thread/shellCommand`: answered, then the command runs as a turn of its own.
 pub fn start_shell(conn: &Arc<Conn>, id: &Value, thread_id: &str, command: &str) {
     let (ctl, started) = register(thread_id);
+    ctl.queued.store(true, Ordering::SeqCst);
     conn.send(json!({"id": id, "result": {}}));
     spawn(
         conn,
@@ -188,6 +189,7 @@ fn register(thread_id: &str) -> (Arc<TurnCtl>, i64) {
         responded: AtomicBool::new(false),
         session_approved: Mutex::new(Vec::new()),
         root: Mutex::new(None),
+        queued: AtomicBool::new(false),
     });
     running().insert(thread_id.to_string(), ctl.clone());
     (ctl, now_secs())
@@ -299,6 +301,7 @@ fn play(
                 );
             }
         }
+        ctl.queued.store(false, Ordering::SeqCst);
         ctx.status(json!({"type": "active", "activeFlags": []}));
         let root = ctl.root_turn_id();
         conn.notify(
