@@ -1308,7 +1308,9 @@ impl H<'_> {
     /// paused while it is above zero.
     pub(super) fn elicitation(&self, id: &Value, p: &Value, up: bool) -> Result<(), String> {
         static COUNTS: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
-        let (thread_id, _) = self.fake.stored(p, "thread", "thread not loaded: ")?;
+        // A loaded thread's (unknown, archived or deleted: not found; all three versions,
+        // `127_archived_and_deleted_thread_lookups`).
+        let (thread_id, _) = self.fake.loaded_thread(p)?;
         let mut counts = lock(COUNTS.get_or_init(Default::default));
         let n = counts.entry(thread_id).or_default();
         if up {

@@ -762,6 +762,10 @@ impl H<'_> {
         else {
             return self.unsupported(id, method);
         };
+        // An archived thread is refused first (`127_archived_and_deleted_thread_lookups`).
+        if info["archived"] == true {
+            return Err(format!("thread {thread_id} is archived"));
+        }
         if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
             return self.unsupported(id, method);
         }
