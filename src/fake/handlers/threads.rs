@@ -758,14 +758,15 @@ impl H<'_> {
         let method = "thread/timeline/list";
         let given = params["threadId"].as_str().unwrap_or_default();
         crate::fake::threads::check_uuid(given, "thread")?;
+        // An archived thread is refused first, one archived before anything was stored too
+        // (`127_archived_and_deleted_thread_lookups`, fidelity s23230001_0079).
+        if self.fake.store.load()["threads"][given]["archived"] == true {
+            return Err(format!("thread {given} is archived"));
+        }
         let Ok((thread_id, info)) = self.fake.stored(params, "thread", "thread not loaded: ")
         else {
             return self.unsupported(id, method);
         };
-        // An archived thread is refused first (`127_archived_and_deleted_thread_lookups`).
-        if info["archived"] == true {
-            return Err(format!("thread {thread_id} is archived"));
-        }
         if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
             return self.unsupported(id, method);
         }
