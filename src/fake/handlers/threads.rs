@@ -241,8 +241,11 @@ impl H<'_> {
         }
         self.result(id, result);
         // Rejoining a loaded thread without its turns replays no usage; a cold resume restores
-        // it either way (kept f14, f21, … on every version; turn scenario 104).
-        if with_turns || newly {
+        // it either way (kept f14, f21, … on every version; turn scenario 104), but for a legacy
+        // history, whose usage a new process does not take up again (a fork of one reports it;
+        // `128_legacy_thread_resumed_restores_no_usage`, fidelity s23230001_0217).
+        let legacy = info["historyMode"] == "legacy";
+        if (with_turns || newly) && !(newly && legacy) {
             self.report_usage(&thread_id, &info);
         }
         // The thread's goal as it stands, whatever its status; none is announced cleared

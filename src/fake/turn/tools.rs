@@ -134,6 +134,11 @@ impl<'a> Ctx<'a> {
         if !has_tool || policy == "never" || policy["granular"]["request_permissions"] == false {
             return;
         }
+        // Nor without an environment to grant them in (`129_permissions_without_environments`,
+        // fidelity s23230001_0107).
+        if self.no_environment() {
+            return;
+        }
         let permissions = json!({"network": {"enabled": true}, "fileSystem": null});
         if self.auto_review() {
             // The reviewer decides instead of the client (seen on all three versions).
