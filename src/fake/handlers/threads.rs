@@ -164,12 +164,20 @@ impl H<'_> {
                         t.insert("resumeSettingsWritten".into(), json!(true));
                     }
                 }
-                // A tier the thread was configured with (its start's `config`) that its model
-                // does not advertise is still its configuration: warned about again
-                // (`125_configured_tier_warned_again_on_resume`; 0.163.0 drops it).
+                // The thread's tier, shown or only configured, is taken up as its configuration,
+                // not as a requested tier: one its model does not advertise is warned about again
+                // and shown by the next turn that carries settings
+                // (`125_configured_tier_warned_again_on_resume`,
+                // `130_resumed_configured_tier_shown_by_next_turn`; 0.163.0 drops it).
                 let mut rp = resumed_params(&info, params, &self.fake.cwd);
-                if let Some(t) = settings::configured_tier(&info) {
-                    if rp["config"]["service_tier"].is_null() {
+                let tier = settings::configured_tier(&info)
+                    .or_else(|| info["serviceTier"].as_str())
+                    .map(str::to_string);
+                if params.get("serviceTier").is_none() {
+                    if let Some(o) = rp.as_object_mut() {
+                        o.remove("serviceTier");
+                    }
+                    if let Some(t) = tier.filter(|_| rp["config"]["service_tier"].is_null()) {
                         rp["config"]["service_tier"] = json!(t);
                     }
                 }
