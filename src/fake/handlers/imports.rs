@@ -4,7 +4,12 @@
 //! time, its successes and failures flattened across the item types in order, every optional
 //! field written (null when absent); the histories are listed newest first, with no connector
 //! candidates. Kept in the state dir (`import_history.json`), so a restarted fake lists them
-//! too. An import with items to migrate (files copied from another agent) is not modeled.
+//! too. An import with items where there is nothing to migrate (no other agent's files in the
+//! home or the item's cwd) is answered as codex answers it
+//! (`131_external_import_with_nothing_to_migrate`, all three versions): a memory item is
+//! refused; every other item but sessions reports its (empty) result in a progress
+//! notification; the completion groups them by type in codex's order; the import is recorded.
+//! Files that would be migrated, plugin and session details, are not modeled.
 
 use super::view::H;
 use crate::fake::state::{lock, now_ms};
@@ -16,7 +21,7 @@ use std::sync::{Mutex, OnceLock};
 #[serde(rename_all = "camelCase")]
 struct History {
     import_id: String,
-    provider_id: String,
+    provider_id: Option<String>,
     completed_at_ms: i64,
     successes: Vec<Success>,
     failures: Vec<Failure>,
@@ -80,15 +85,106 @@ impl H<'_> {
     }
 
     pub(super) fn external_import(&self, id: &Value, p: &Value) -> Result<(), String> {
-        if p["migrationItems"]
-            .as_array()
-            .is_some_and(|a| !a.is_empty())
-        {
-            return self.not_modeled("externalAgentConfig/import");
+        let items: Vec<Value> = p["migrationItems"].as_array().cloned().unwrap_or_default();
+        if items.iter().any(|i| i["itemType"] == "MEMORY") {
+            return Err("external agent memory import is disabled".into());
         }
         let import_id = uuid::Uuid::new_v4().to_string();
+        if items.is_empty() {
+            self.result(id, json!({"importId": import_id}));
+            return Ok(());
+        }
+        // Another agent's files where an item looks (its cwd, else the home): not modeled.
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let found = items.iter().any(|i| {
+            let scope = i["cwd"]
+                .as_str()
+                .filter(|c| !c.is_empty())
+                .map(std::path::PathBuf::from)
+                .or_else(|| home.clone());
+            scope.is_some_and(|d| {
+                [".claude", ".claude.json", "CLAUDE.md", ".mcp.json"]
+                    .iter()
+                    .any(|f| d.join(f).exists())
+            })
+        });
+        let detailed = items.iter().any(|i| {
+            matches!(i["itemType"].as_str(), Some("PLUGINS" | "SESSIONS"))
+                && !i["details"].is_null()
+        });
+        if found || detailed {
+            return self.not_modeled("externalAgentConfig/import");
+        }
         self.result(id, json!({"importId": import_id}));
+        // Each item but sessions (imported apart) reports its result as it is done; a plugins
+        // item without details fails (codex `import_plugins`).
+        let mut results: Vec<(String, Vec<Failure>)> = Vec::new();
+        for item in items.iter().filter(|i| i["itemType"] != "SESSIONS") {
+            let kind = item["itemType"].as_str().unwrap_or_default().to_string();
+            let failures = if kind == "PLUGINS" {
+                vec![Failure {
+                    item_type: kind.clone(),
+                    error_type: None,
+                    sub_error_type: None,
+                    failure_stage: "plugin_import".into(),
+                    message: "plugins migration item is missing details".into(),
+                    cwd: item["cwd"].as_str().map(str::to_string),
+                    source: None,
+                }]
+            } else {
+                Vec::new()
+            };
+            self.notify(
+                "externalAgentConfig/import/progress",
+                json!({"importId": import_id, "itemTypeResults": [
+                    {"itemType": kind, "successes": [], "failures": failures}]}),
+            );
+            match results.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, f)) => f.extend(failures),
+                None => results.push((kind, failures)),
+            }
+        }
+        // Grouped by type in codex's display order (`completed_notification`).
+        const ORDER: [&str; 10] = [
+            "CONFIG",
+            "SKILLS",
+            "AGENTS_MD",
+            "PLUGINS",
+            "MCP_SERVER_CONFIG",
+            "SUBAGENTS",
+            "HOOKS",
+            "COMMANDS",
+            "SESSIONS",
+            "MEMORY",
+        ];
+        results.sort_by_key(|(k, _)| ORDER.iter().position(|o| o == k));
+        let type_results: Vec<Value> = results
+            .iter()
+            .map(|(k, f)| json!({"itemType": k, "successes": [], "failures": f}))
+            .collect();
+        self.notify(
+            "externalAgentConfig/import/completed",
+            json!({"importId": import_id, "itemTypeResults": type_results}),
+        );
+        let history = History {
+            import_id,
+            provider_id: p["providerId"].as_str().map(str::to_string),
+            completed_at_ms: now_ms(),
+            successes: Vec::new(),
+            failures: results.into_iter().flat_map(|(_, f)| f).collect(),
+        };
+        self.record(history);
         Ok(())
+    }
+
+    /// Keeps a completed import, newest first.
+    fn record(&self, history: History) {
+        let _guard = lock(file_lock());
+        let mut all = self.histories();
+        all.insert(0, history);
+        if let Ok(text) = serde_json::to_vec(&all) {
+            let _ = std::fs::write(self.history_file(), text);
+        }
     }
 
     pub(super) fn record_history(&self, id: &Value, p: &Value) -> Result<(), String> {
@@ -96,20 +192,15 @@ impl H<'_> {
         else {
             return self.not_modeled("externalAgentConfig/import/recordHistory");
         };
-        let _guard = lock(file_lock());
-        let mut all = self.histories();
         let history = History {
             import_id: uuid::Uuid::new_v4().to_string(),
-            provider_id: p["providerId"].as_str().unwrap_or_default().to_string(),
+            provider_id: Some(p["providerId"].as_str().unwrap_or_default().to_string()),
             completed_at_ms: now_ms(),
             successes: results.iter().flat_map(|r| r.successes.clone()).collect(),
             failures: results.iter().flat_map(|r| r.failures.clone()).collect(),
         };
         let import_id = history.import_id.clone();
-        all.insert(0, history);
-        if let Ok(text) = serde_json::to_vec(&all) {
-            let _ = std::fs::write(self.history_file(), text);
-        }
+        self.record(history);
         self.result(id, json!({"importId": import_id}));
         Ok(())
     }

@@ -1125,15 +1125,12 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("migrationItems", Read),
             (
                 "migrationSource",
-                Unmodeled("nothing is migrated here: an import with items is not modeled"),
+                Unmodeled("only the default source is looked for: nothing of another is migrated"),
             ),
-            (
-                "providerId",
-                Unmodeled("analytics only: an import is not recorded in the history"),
-            ),
+            ("providerId", Read),
             (
                 "source",
-                Unmodeled("nothing is migrated here: an import with items is not modeled"),
+                Unmodeled("analytics only: the product that started the import shows nowhere"),
             ),
         ],
     ),
