@@ -833,17 +833,21 @@ impl H<'_> {
         if p["limit"].as_u64().is_some_and(|l| !(1..=500).contains(&l)) {
             return Err("realtime page size must be between 1 and 500".into());
         }
+        let unsupported = json!({"data": [], "nextCursor": null, "snapshotEnd": 0,
+                                 "projectedThroughItemIndex": 0, "coverage": "unsupported"});
+        // A legacy history is never projected, whatever the cursor
+        // (`132_realtime_list_of_a_legacy_thread`, fidelity s24240001_0006).
+        if info["historyMode"] == "legacy" {
+            self.result(id, unsupported);
+            return Ok(());
+        }
         if !p["cursor"].is_null() {
             return Err("invalid realtime cursor".into());
         }
         // A session named (none runs here) has nothing projected: coverage unsupported
         // (turn scenario 119b; fidelity s21210001_0248).
         if p["sessionId"].is_string() {
-            self.result(
-                id,
-                json!({"data": [], "nextCursor": null, "snapshotEnd": 0,
-                       "projectedThroughItemIndex": 0, "coverage": "unsupported"}),
-            );
+            self.result(id, unsupported);
             return Ok(());
         }
         if info["turns"].as_array().is_some_and(|t| !t.is_empty()) {
