@@ -458,8 +458,10 @@ pub fn configured_tier(info: &Value) -> Option<&str> {
     info[CONFIGURED_TIER].as_str()
 }
 
-/// The params by which a turn (or `thread/settings/update`) carries settings.
+/// The params by which a turn (or `thread/settings/update`) carries settings (the plugins a
+/// turn disables too: codex writes the thread's settings for them; fidelity s24240001_0058).
 pub const SETTING_PARAMS: &[&str] = &[
+    "disabledPluginIds",
     "cwd",
     "approvalPolicy",
     "approvalsReviewer",

@@ -136,6 +136,7 @@ impl H<'_> {
             // process may have changed it since it was looked up).
             let resumed = self.fake.store.update(|d| {
                 let mut info = d["threads"][&thread_id].clone();
+                let settings_before = self.thread_settings(&info);
                 // Loaded afresh: no error of an earlier process's turn shows.
                 if let Some(t) = info.as_object_mut() {
                     t.remove("systemError");
@@ -155,7 +156,9 @@ impl H<'_> {
                         t.insert("personalityDropped".into(), json!(true));
                     }
                     // Versions that do not write a resumed thread's settings still do when the
-                    // resume sets some (fidelity s18180001_0157: a `serviceTier` on 0.171.0).
+                    // resume changes some (fidelity s18180001_0157: a `serviceTier` on 0.171.0;
+                    // one that sets what the thread has writes nothing: s24240001_0140,
+                    // `133_rollout_of_a_resumed_thread_with_skills`).
                     let sets = settings::SETTING_PARAMS
                         .iter()
                         .chain(&["sandbox"])
@@ -197,6 +200,13 @@ impl H<'_> {
                     r.setting = setting;
                 }
                 r.store(&mut info);
+                if !self.fake.turn_facts.resume_writes_settings
+                    && self.thread_settings(&info) == settings_before
+                {
+                    if let Some(t) = info.as_object_mut() {
+                        t.remove("resumeSettingsWritten");
+                    }
+                }
                 d["threads"][&thread_id] = info.clone();
                 Ok::<_, String>((info, warnings))
             });
