@@ -764,12 +764,15 @@ impl<'a> Ctx<'a> {
                 Decision::Accept(_) => {}
                 Decision::Decline | Decision::Cancel | Decision::Failed => status = "declined",
             }
+            // A cancelled patch is never completed: its call and output are in the rollout,
+            // the turn ends (`135_patch_approval_cancelled`, fidelity s24240001_0111).
+            if decision == Decision::Cancel {
+                self.rollout.unkept();
+                self.end_cancelled_response();
+                return Err(End::Cancelled);
+            }
             if status != "completed" {
                 self.completed(merge(&base, json!({"status": status})), at);
-                if decision == Decision::Cancel {
-                    self.end_cancelled_response();
-                    return Err(End::Cancelled);
-                }
                 return Ok(());
             }
         }
