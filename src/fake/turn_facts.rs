@@ -71,6 +71,15 @@ pub struct TurnFacts {
     pub history_lineage_before_cursor: bool,
     /// `thread/list` shows the thread a fork came from (`123_fork_of_a_thread_in_a_project`).
     pub thread_list_shows_fork_origin: bool,
+    /// `thread/list` parses its excluded thread ids first and its included ones after the
+    /// lineage filters and the section sort (`136_thread_list_section_checks`).
+    pub thread_list_ids_after_section: bool,
+    /// `thread/list` checks its section sort before the attachment filter
+    /// (`136_thread_list_section_checks`).
+    pub thread_list_section_before_attachment: bool,
+    /// `thread/list` lists attached threads without a search
+    /// (`136b_thread_list_attached_needs_search`).
+    pub thread_list_attached_unchecked: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -969,38 +969,75 @@ impl H<'_> {
             )),
             _ => Ok(()),
         };
-        let project_first = self.fake.turn_facts.thread_list_project_first;
+        let facts = &self.fake.turn_facts;
+        let project_first = facts.thread_list_project_first;
         if project_first {
             check_project()?;
         }
         // The included ids are parsed first, then the excluded ones, as invalid params (fidelity
-        // s9090001_0555, s11110001_0236; probed on 0.171.0).
-        for (key, what) in [
-            ("includedThreadIds", "included thread"),
-            ("excludedThreadIds", "excluded thread"),
-        ] {
-            for listed in params[key].as_array().into_iter().flatten() {
-                if let Err(e) =
-                    crate::fake::threads::check_uuid(listed.as_str().unwrap_or_default(), what)
-                {
-                    return Err(format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX));
+        // s9090001_0555, s11110001_0236; probed on 0.171.0); before 0.171.0 the excluded ones
+        // first, the included ones after the lineage filters and the section sort
+        // (`94_bedrock_provider_write_excluded_ids`, `136_thread_list_section_checks`).
+        let check_ids = |keys: &[(&str, &str)]| {
+            for (key, what) in keys {
+                for listed in params[*key].as_array().into_iter().flatten() {
+                    if let Err(e) =
+                        crate::fake::threads::check_uuid(listed.as_str().unwrap_or_default(), what)
+                    {
+                        return Err(format!("{}{e}", crate::fake::rpc::INVALID_PARAMS_PREFIX));
+                    }
                 }
             }
+            Ok(())
+        };
+        const INCLUDED: (&str, &str) = ("includedThreadIds", "included thread");
+        const EXCLUDED: (&str, &str) = ("excludedThreadIds", "excluded thread");
+        let ids_late = facts.thread_list_ids_after_section;
+        if ids_late {
+            check_ids(&[EXCLUDED])?;
+        } else {
+            check_ids(&[INCLUDED, EXCLUDED])?;
         }
         if !project_first {
             check_project()?;
         }
+        // Attached threads are listed only for a search (0.169.0 on;
+        // `136b_thread_list_attached_needs_search`, fidelity s25250001_0090).
+        let searched = params["searchTerm"]
+            .as_str()
+            .is_some_and(|t| !t.trim().is_empty());
+        if params["includeAttachedThreads"] == true
+            && !searched
+            && !facts.thread_list_attached_unchecked
+        {
+            return Err("includeAttachedThreads requires a non-empty searchTerm".into());
+        }
+        // Sorting by section position needs a section (fidelity s25250001_0295): checked after
+        // the lineage filters, before the cursor (0.163.0: before the attachment filter).
+        let check_section = || {
+            if params["sortKey"] == "section_position" && params["sectionId"].is_null() {
+                return Err("section-position sorting requires a section filter".to_string());
+            }
+            Ok(())
+        };
+        let section_early = facts.thread_list_section_before_attachment;
         // An attachment filter excludes the lineage ones, then its id is parsed (fidelity
         // s7070001_0819).
-        if let Some(attached) = params["attachedToThreadId"].as_str() {
-            if !params["parentThreadId"].is_null() || !params["ancestorThreadId"].is_null() {
-                return Err(
-                    "attachedToThreadId cannot be combined with parentThreadId or \
-                            ancestorThreadId"
-                        .into(),
-                );
+        let check_attached = || {
+            if let Some(attached) = params["attachedToThreadId"].as_str() {
+                if !params["parentThreadId"].is_null() || !params["ancestorThreadId"].is_null() {
+                    return Err(
+                        "attachedToThreadId cannot be combined with parentThreadId or \
+                                ancestorThreadId"
+                            .to_string(),
+                    );
+                }
+                crate::fake::threads::check_uuid(attached, "attached thread parent")?;
             }
-            crate::fake::threads::check_uuid(attached, "attached thread parent")?;
+            Ok(())
+        };
+        if !section_early {
+            check_attached()?;
         }
         // Sub-agent threads are not modeled: no thread here has a parent.
         let parent = params["parentThreadId"].as_str();
@@ -1009,6 +1046,13 @@ impl H<'_> {
         }
         if let Some(a) = params["ancestorThreadId"].as_str() {
             crate::fake::threads::check_uuid(a, "ancestor thread")?;
+        }
+        check_section()?;
+        if section_early {
+            check_attached()?;
+        }
+        if ids_late {
+            check_ids(&[INCLUDED])?;
         }
         // The cursors are RFC 3339 times (those this list gives out); anything else is refused.
         if let Some(c) = params["cursor"].as_str() {
@@ -1025,6 +1069,23 @@ impl H<'_> {
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
             .filter(|_| parent.is_none())
             .filter(|(_, info)| project.is_none_or(|p| info["projectId"] == p))
+            // A section named lists its threads; a search, the threads whose title or preview
+            // has the term, any case (`136_thread_list_section_checks`,
+            // `136b_thread_list_attached_needs_search`).
+            .filter(|(_, info)| {
+                params["sectionId"]
+                    .as_str()
+                    .is_none_or(|s| info["section"] == s)
+            })
+            .filter(|(_, info)| {
+                let term = params["searchTerm"].as_str().unwrap_or_default().trim();
+                let has = |k: &str| {
+                    info[k]
+                        .as_str()
+                        .is_some_and(|t| t.to_lowercase().contains(&term.to_lowercase()))
+                };
+                term.is_empty() || has("name") || has("preview")
+            })
             // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
             .filter(|(_, info)| info["preview"].as_str().is_some_and(|p| !p.is_empty()))
             .map(|(tid, info)| {
