@@ -213,6 +213,15 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
     let mut rollout = Rollout::load(&thread["rollout"]);
     let entered_at = rollout.add(1);
     std::thread::sleep(CHILD_START);
+    // The child conversation's session start repeats the configuration's ignored keys, on the
+    // parent thread (fidelity s25250001_0227), before its turn context's model warning.
+    let config_toml = conn.fake.codex_home.join("config.toml");
+    if let Some(message) = conn.fake.config().ignored_keys_warning(&config_toml) {
+        conn.notify(
+            "warning",
+            json!({"threadId": thread_id, "message": message}),
+        );
+    }
     warn();
     let child = uuid::Uuid::now_v7().to_string();
     let child_started = now_secs();
