@@ -63,9 +63,6 @@ pub struct TurnFacts {
     /// shown from the first turn that carries settings; 0.163.0 drops both, fidelity
     /// s14140001_0243).
     pub requested_service_tier_served_only: bool,
-    /// `thread/list` checks its `projectId` before its included and excluded thread ids
-    /// (`117_thread_list_project`).
-    pub thread_list_project_first: bool,
     /// `thread/turns/list` and `thread/items/list` refuse a thread stored without a rollout
     /// before they check the cursor (`120_history_of_a_thread_stored_without_rollout`).
     pub history_lineage_before_cursor: bool,

@@ -955,8 +955,9 @@ impl H<'_> {
 
     pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
         let archived = params["archived"].as_bool() == Some(true);
-        // A project named must exist (0.163.0 and 0.169.0 check it first, 0.171.0 after the
-        // thread ids), before the lineage filters (117_thread_list_project on every version).
+        // A project named must exist, checked after the thread ids parsed first and the
+        // originators, before the lineage filters (117_thread_list_project,
+        // `138_thread_list_originators_refused` on every version).
         let project = params["projectId"].as_str();
         let check_project = || match project {
             Some("") => Err(format!(
@@ -970,10 +971,6 @@ impl H<'_> {
             _ => Ok(()),
         };
         let facts = &self.fake.turn_facts;
-        let project_first = facts.thread_list_project_first;
-        if project_first {
-            check_project()?;
-        }
         // The included ids are parsed first, then the excluded ones, as invalid params (fidelity
         // s9090001_0555, s11110001_0236; probed on 0.171.0); before 0.171.0 the excluded ones
         // first, the included ones after the lineage filters and the section sort
@@ -998,9 +995,17 @@ impl H<'_> {
         } else {
             check_ids(&[INCLUDED, EXCLUDED])?;
         }
-        if !project_first {
-            check_project()?;
+        // No originator filter here (fidelity s26260001_0055, s26260001_0188).
+        if params["originators"]
+            .as_array()
+            .is_some_and(|o| !o.is_empty())
+        {
+            return Err(format!(
+                "{}originator filtering is not supported by the local app-server",
+                crate::fake::rpc::INVALID_PARAMS_PREFIX
+            ));
         }
+        check_project()?;
         // Attached threads are listed only for a search (0.169.0 on;
         // `136b_thread_list_attached_needs_search`, fidelity s25250001_0090).
         let searched = params["searchTerm"]
