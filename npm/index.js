@@ -133,9 +133,11 @@ class CodexFake {
   entries() {
     const file = path.join(this.stateDir, "transcript.jsonl");
     if (!fs.existsSync(file)) return [];
+    // A fake may be writing now: text after the last newline is an entry still being written.
     return fs
       .readFileSync(file, "utf8")
       .split("\n")
+      .slice(0, -1)
       .filter((l) => l.trim())
       .map((l) => JSON.parse(l));
   }

@@ -129,7 +129,9 @@ class FakeCodex:
         path = self.state_dir / "transcript.jsonl"
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        # A fake may be writing now: text after the last newline is an entry still being written.
+        whole = path.read_text(encoding="utf-8").split("\n")[:-1]
+        return [json.loads(line) for line in whole if line.strip()]
 
     def request_entries(self, method: Optional[str] = None) -> list[dict]:
         """Transcript entries of the client's requests, optionally one method."""

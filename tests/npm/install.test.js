@@ -24,6 +24,15 @@ for (const c of CASES.allow) {
   });
 }
 
+test("a half-written last entry is not read", async (t) => {
+  const fake = await createCodexFake();
+  t.after(() => fake.cleanup());
+  const entry = { dir: "in", msg: { id: 1, method: "thread/start", params: {} } };
+  const whole = JSON.stringify(entry) + "\n";
+  fs.writeFileSync(path.join(fake.stateDir, "transcript.jsonl"), whole + whole.slice(0, 20));
+  assert.deepStrictEqual(fake.entries(), [entry]);
+});
+
 for (const name of CASES.dirs) {
   test(`an install under ${JSON.stringify(name)}`, async (t) => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "codex-wire-install-"));

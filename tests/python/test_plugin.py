@@ -47,6 +47,13 @@ def test_a_bad_scenario_fails_before_any_server_runs(codex_fake):
     assert not (codex_fake.state_dir / "transcript.jsonl").exists()
 
 
+def test_a_half_written_last_entry_is_not_read(codex_fake):
+    entry = {"dir": "in", "msg": {"id": 1, "method": "thread/start", "params": {}}}
+    whole = json.dumps(entry) + "\n"
+    (codex_fake.state_dir / "transcript.jsonl").write_text(whole + whole[:20], encoding="utf-8")
+    assert codex_fake.entries() == [entry]
+
+
 @pytest.mark.codex_wire_allow("$.params.temperature")
 def test_allowed_paths_do_not_fail_the_test(codex_fake):
     out = send(codex_fake, INIT, {"id": 1, "method": "thread/start", "params": {"temperature": 0.2}})
