@@ -73,6 +73,31 @@ fn collect_methods(v: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
+/// Per version (newest first): the seed and session count of its saved fidelity run, and per
+/// method `[identical, races, sessions]` (`cargo xtask fidelity --save-methods`).
+type Tally = (String, u64, BTreeMap<String, [u64; 3]>);
+
+fn generated_by_version() -> Vec<Tally> {
+    let mut out = Vec::new();
+    for p in codex_wire::versions().iter().rev() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/corpus")
+            .join(p.version)
+            .join("fidelity_methods.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let methods = serde_json::from_value(v["methods"].clone()).unwrap();
+        out.push((
+            format!("{} (seed {})", p.version, v["seed"]),
+            v["sessions"].as_u64().unwrap_or(0),
+            methods,
+        ));
+    }
+    out
+}
+
 fn table() -> String {
     let newest = codex_wire::newest();
     let ruled = codex_wire::fake::ruled_methods();
@@ -81,6 +106,7 @@ fn table() -> String {
     let versions = codex_wire::versions();
     let methods = codex_wire::fake::default_methods(newest);
     let (mut by_rule, mut by_capture) = (0, 0);
+    let generated = generated_by_version();
     let mut rows = String::new();
     for m in &methods {
         let how = if ruled.contains(&m.as_str()) {
@@ -110,7 +136,18 @@ fn table() -> String {
                 .map(|s| s.join(", "))
                 .unwrap_or_else(|| "—".to_string())
         };
-        rows += &format!("| `{m}` | {how} | {since} | {by} |\n");
+        let drawn: Vec<String> = generated
+            .iter()
+            .map(|(_, _, t)| match t.get(m) {
+                Some([same, 0, n]) => format!("{same}/{n}"),
+                Some([same, races, n]) => format!("{same}/{} (+{races} races)", n - races),
+                None => "—".to_string(),
+            })
+            .collect();
+        rows += &format!(
+            "| `{m}` | {how} | {since} | {} | {by} |\n",
+            drawn.join(" · ")
+        );
     }
     format!(
         "# Every client method, and how the fake answers it\n\n\
@@ -120,8 +157,18 @@ fn table() -> String {
          the captured session (`tests/corpus/<V>/real_session.jsonl`), {rest} with the minimal \
          valid result written as the real server writes it. \"Shown by\": the turn-corpus \
          scenarios that send the method, each recorded from every supported version's real \
-         server and replayed against the fake (`tests/turns.rs`: fake = real).\n\n\
-         | Method | Answered by | Versions | Shown by |\n|---|---|---|---|\n{rows}",
+         server and replayed against the fake (`tests/turns.rs`: fake = real). \
+         \"Generated\": of the sessions of one `cargo xtask fidelity` run per version that sent \
+         the method, how many were identical to a real run (the strict verdict; sessions the \
+         real server raced on itself are counted apart), in the order {gen_order} \
+         (`cargo xtask fidelity --seed S --sessions N --version V --save-methods` writes \
+         `tests/corpus/<V>/fidelity_methods.json`).\n\n\
+         | Method | Answered by | Versions | Generated | Shown by |\n|---|---|---|---|---|\n{rows}",
+        gen_order = generated
+            .iter()
+            .map(|(v, n, _)| format!("{v}, {n} sessions"))
+            .collect::<Vec<_>>()
+            .join("; "),
         v = newest.version,
         n = methods.len(),
         rest = methods.len() - by_rule - by_capture,

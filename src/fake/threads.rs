@@ -45,9 +45,11 @@ impl Fake {
         }
     }
 
-    /// A loaded thread that can have goals (an ephemeral one cannot).
+    /// A stored thread that can have goals (an ephemeral one cannot).
     pub fn loaded_with_goals(&self, params: &Value) -> Result<(String, Value), String> {
-        let (thread_id, info) = self.loaded_thread(params)?;
+        // Goals live in the state database: a stored thread not loaded here has them too
+        // (turn scenario 140b: set, read, paused and cleared after a failed resume).
+        let (thread_id, info) = self.stored(params, "thread", "thread not found: ")?;
         if info["ephemeral"] == true {
             return Err(format!(
                 "ephemeral thread does not support goals: {thread_id}"

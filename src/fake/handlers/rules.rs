@@ -297,13 +297,21 @@ impl H<'_> {
         if existing_call && p.get("prompt").is_some() {
             return Err("existingCall transport does not support prompt".into());
         }
+        // Then a voice (a null one is none), still before the thread (fidelity s26260001_0173;
+        // turn scenario 139 on every version).
+        if existing_call && !p["voice"].is_null() {
+            return Err("existingCall transport does not support voice".into());
+        }
         let (thread_id, _) = self.fake.loaded_thread(p)?;
         // Accepted, then failed as codex builds the session's config, before it connects
         // (`build_realtime_session_config`): text output needs realtime v2, whatever the login
-        // (the version asked for; else v1 on an existing call, else the configured one, v2 by
+        // (the version asked for; else v1 on a call's transport, else the configured one, v2 by
         // default: fidelity s13130001_0013 asked v3 on 0.171.0). Then a session needs an API
         // key (what either would do once running is not modeled).
-        let default = if existing_call { "v1" } else { "v2" };
+        // A call's transport (an existing call, WebRTC) is v1 unless asked; a websocket the
+        // configured one (turn scenario 139 on every version).
+        let call = existing_call || p["transport"]["type"] == "webrtc";
+        let default = if call { "v1" } else { "v2" };
         let version = p["version"].as_str().unwrap_or(default);
         // The voice asked for must be one of the version's (`validate_realtime_voice`), the
         // lists `thread/realtime/listVoices` gives (fidelity s14140001_0076 on 0.171.0); a

@@ -213,8 +213,9 @@ impl H<'_> {
         match (goal["status"].as_str(), running) {
             // A running goal sees the new status at its next rollover.
             (Some(_), Some(ctl)) => ctl.set_goal_status(goal["status"].as_str().unwrap_or("")),
-            // An active goal on an idle thread starts running on its own, as in codex.
-            (Some("active"), None) => {
+            // An active goal on an idle thread starts running on its own, as in codex; one
+            // set on a thread not loaded here waits in the state database (turn scenario 140b).
+            (Some("active"), None) if lock(&self.fake.loaded).contains(&thread_id) => {
                 turn::start(self.c, &thread_id, ServerTurn::Goal)?;
             }
             _ => {}
@@ -281,15 +282,25 @@ impl H<'_> {
 
     pub(super) fn active_turn(&self, params: &Value, what: &str) -> Result<Arc<TurnCtl>, String> {
         let (thread_id, _) = self.fake.loaded_thread(params)?;
+        // A shell command's turn not begun yet is not active (turn scenario 142).
         turn::running()
             .get(&thread_id)
+            .filter(|c| !c.queued.load(Ordering::SeqCst))
             .cloned()
             .ok_or_else(|| format!("no active turn to {what}"))
     }
 
     pub(super) fn turn_interrupt(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let ctl = self.active_turn(params, "interrupt")?;
         let want = params["turnId"].as_str().unwrap_or_default();
+        let ctl = self.active_turn(params, "interrupt").map_err(|e| {
+            let thread_id = params["threadId"].as_str().unwrap_or_default();
+            match turn::stale_turns().get(thread_id) {
+                Some(stale) if stale != want && e.starts_with("no active turn") => {
+                    format!("expected active turn id {want} but found {stale}")
+                }
+                _ => e,
+            }
+        })?;
         let current = ctl.turn_id();
         if want != current {
             return Err(format!(

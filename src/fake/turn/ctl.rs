@@ -15,6 +15,15 @@ pub fn running() -> std::sync::MutexGuard<'static, HashMap<String, Arc<TurnCtl>>
     lock(RUNNING.get_or_init(Default::default))
 }
 
+/// The turn app-server still names as a thread's active one when none runs: an inline
+/// review's child turn, whose start it tracked and whose end it never sees (the parent's end
+/// does not clear it), until the next turn starts (turn scenario 142: an interrupt sent while
+/// a later shell command's turn had not begun named the review's child).
+pub fn stale_turns() -> std::sync::MutexGuard<'static, HashMap<String, String>> {
+    static STALE: std::sync::OnceLock<Mutex<HashMap<String, String>>> = std::sync::OnceLock::new();
+    lock(STALE.get_or_init(Default::default))
+}
+
 /// Control of a running turn, shared with `turn/interrupt`, `turn/steer` and `thread/goal/set`.
 pub struct TurnCtl {
     pub thread_id: String,
@@ -30,9 +39,10 @@ pub struct TurnCtl {
     pub(super) session_approved: Mutex<Vec<String>>,
     /// The `rootTurnId` a `turn/start` gave (else the turn is its own root).
     pub(super) root: Mutex<Option<String>>,
-    /// A `thread/shellCommand`'s turn not begun yet: codex runs the command as a task that
-    /// starts after the reply, and until then the thread is idle to its other requests
-    /// (`thread/sample` on 0.169.0: fidelity s22220001_0212).
+    /// A turn whose task has not begun: codex runs a `thread/shellCommand`'s command or an
+    /// inline review as a task that starts after the reply, and until then the thread is idle
+    /// to its other requests (`thread/sample` on 0.169.0: fidelity s22220001_0212) and has no
+    /// active turn to interrupt (turn scenario 142, fidelity s27270001_0210).
     pub queued: AtomicBool,
 }
 

@@ -467,19 +467,6 @@ impl<'a> Ctx<'a> {
         self.rate_limits();
     }
 
-    /// The thread's token usage as it stands (zero before any response), then the rate limits.
-    pub(super) fn standing_usage(&self) {
-        let data = self.conn.fake.store.load();
-        let mut t = data["threads"][&self.ctl.thread_id].clone();
-        for k in ["usage", "lastUsage"] {
-            if !t[k].is_object() {
-                t[k] = breakdown(0, 0, 0, 0);
-            }
-        }
-        self.report_standing(&t);
-        self.rate_limits();
-    }
-
     fn report_standing(&self, t: &Value) {
         let window = context_window(self.conn, &self.ctl.thread_id);
         self.notify(

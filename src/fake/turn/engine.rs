@@ -152,7 +152,10 @@ impl<'a> Ctx<'a> {
         let id = uuid::Uuid::now_v7().to_string();
         let item = json!({"type": "contextCompaction", "id": id});
         let at = self.started(&item);
-        self.standing_usage();
+        // Reported as for a response that did not complete: a thread no response has reported
+        // usage for yet shows only the rate limits (fidelity s27270001_0241: a compaction
+        // after a refused first turn).
+        self.unfinished_response();
         // The rollout's entries: as many as for three responses ended, as before.
         self.rollout.response_ended();
         // The summary streams for as long as its pauses last (s16160001_0117: the client left

@@ -27,7 +27,7 @@ mod stream;
 mod tools;
 
 use ctl::End;
-pub use ctl::{running, TurnCtl};
+pub use ctl::{running, stale_turns, TurnCtl};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
@@ -120,16 +120,17 @@ pub fn start_for_request(
 
 /// An inline `review/start`: answered with the review turn (its user message the hint, under
 /// the turn's own id), then played on its own thread; the child conversation takes the next
-/// scripted turn.
+/// scripted turn when it first asks the model (an interrupted review takes none: turn
+/// scenario 142).
 pub fn start_review(conn: &Arc<Conn>, id: &Value, thread_id: &str, req: ReviewRequest) {
-    let script = next_script(conn);
     let (ctl, _) = register(thread_id);
+    ctl.queued.store(true, Ordering::SeqCst);
     let turn_id = ctl.turn_id();
     conn.send(json!({"id": id, "result": review_answer(thread_id, &turn_id, &req.hint)}));
     let conn = conn.clone();
     let spawned = std::thread::Builder::new()
         .name("fake-review".into())
-        .spawn(move || review::play(&conn, &ctl, &req, &script));
+        .spawn(move || review::play(&conn, &ctl, &req, next_script));
     // Out of threads: the review cannot run (as `spawn`).
     drop(spawned);
 }
@@ -302,6 +303,7 @@ fn play(
             }
         }
         ctl.queued.store(false, Ordering::SeqCst);
+        ctl::stale_turns().remove(&thread_id);
         ctx.status(json!({"type": "active", "activeFlags": []}));
         let root = ctl.root_turn_id();
         conn.notify(

@@ -6,7 +6,7 @@
 //! `exitedReviewMode` item and a final agent message (app-server `render_review_output_text`).
 //! Shown on 0.163.0, 0.169.0 and 0.171.0 by turn scenario `115_review_inline`.
 
-use super::ctl::{running, TurnCtl};
+use super::ctl::{running, stale_turns, TurnCtl};
 use super::ctx::Ctx;
 use super::items::{agent_message, save_turn, turn_obj};
 use super::rollout::Rollout;
@@ -18,6 +18,7 @@ use crate::model::script::{self, Out, Reply};
 use crate::model::step::Script;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -136,35 +137,46 @@ fn show(ctx: &Ctx, item: Value) -> Value {
     item
 }
 
-/// The child's one model request: each agent message's start is forwarded, its text kept; the
-/// last one's text is the review (a reviewer calling tools is not modeled).
+/// The child's model requests: each agent message's start is forwarded, its text kept. A
+/// response that called a tool is followed by another request (the turn's next scripted
+/// response, past the script the default answer; the tool's own items are not forwarded:
+/// turn scenario 143 on every version); the last message of the last response is the review.
 fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
-    std::thread::sleep(MODEL);
-    ctx.next_response();
-    let steps = script.first_response();
-    let Reply::Stream(outs) = script::reply(ctx.resp, &steps) else {
-        return None;
-    };
+    let mut responses = script.responses().into_iter();
     let mut last = None;
-    for o in &outs {
-        match o {
-            Out::Delay(ms) => std::thread::sleep(Duration::from_millis(*ms)),
-            Out::Local(_) => {}
-            Out::Event(e, _) => match Event::read(e) {
-                Event::Added {
-                    item: Item::Message { id, phase, .. },
-                } => {
-                    ctx.started(&agent_message(&message_id(id), "", &json!(phase)));
-                }
-                Event::Done {
-                    item: Item::Message { content, .. },
-                } => last = Some(Item::message_text(&content)),
-                Event::Completed { .. } => break,
-                _ => {}
-            },
+    loop {
+        std::thread::sleep(MODEL);
+        ctx.next_response();
+        let parsed = responses
+            .next()
+            .unwrap_or_else(|| Script::default_turn().responses().remove(0));
+        let steps: Vec<_> = parsed.into_iter().filter_map(Result::ok).collect();
+        let Reply::Stream(outs) = script::reply(ctx.resp, &steps) else {
+            return last;
+        };
+        last = None;
+        for o in &outs {
+            match o {
+                Out::Delay(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+                Out::Local(_) => {}
+                Out::Event(e, _) => match Event::read(e) {
+                    Event::Added {
+                        item: Item::Message { id, phase, .. },
+                    } => {
+                        ctx.started(&agent_message(&message_id(id), "", &json!(phase)));
+                    }
+                    Event::Done {
+                        item: Item::Message { content, .. },
+                    } => last = Some(Item::message_text(&content)),
+                    Event::Completed { .. } => break,
+                    _ => {}
+                },
+            }
+        }
+        if !steps.iter().any(|s| s.is_tool()) {
+            return last;
         }
     }
-    last
 }
 
 /// How long each step of a review takes on the real server, idle (the medians of turn
@@ -173,14 +185,24 @@ fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
 /// s17170001_0261), the child conversation's start (+9 ms), its user message (+6 ms), the
 /// model's first event (+18 ms), the review's exit (+7 ms) and the turn's end (+7 ms).
 const ENTER: Duration = Duration::from_micros(2000);
+/// When the review's task begins, after the answer: until then the thread has no active turn
+/// (an interrupt sent 0.8 ms after the answer found none, fidelity s27270001_0210; one sent
+/// 1.4 ms after interrupted the review, turn scenario 142's first recording on 0.171.0).
+const TASK_START: Duration = Duration::from_micros(1000);
 const CHILD_START: Duration = Duration::from_millis(9);
 const PROMPT: Duration = Duration::from_millis(6);
 const MODEL: Duration = Duration::from_millis(18);
 const EXIT: Duration = Duration::from_millis(7);
 const END: Duration = Duration::from_millis(7);
 
-/// The review turn `parent` (already answered), played to its end.
-pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: &Script) {
+/// The review turn `parent` (already answered), played to its end; `next_script` takes the
+/// scripted turn the child's model requests answer from.
+pub(super) fn play(
+    conn: &Arc<Conn>,
+    ctl: &Arc<TurnCtl>,
+    req: &Request,
+    next_script: fn(&Conn) -> Script,
+) {
     let thread_id = ctl.thread_id.clone();
     let parent = ctl.turn_id();
     let started = now_secs();
@@ -203,7 +225,9 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
             );
         }
     };
-    std::thread::sleep(ENTER);
+    std::thread::sleep(TASK_START);
+    ctl.queued.store(false, Ordering::SeqCst);
+    std::thread::sleep(ENTER - TASK_START);
     warn();
     let entered = show(
         &ctx,
@@ -212,7 +236,20 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
     );
     let mut rollout = Rollout::load(&thread["rollout"]);
     let entered_at = rollout.add(1);
-    std::thread::sleep(CHILD_START);
+    // Interruptible until the child starts (an interrupt sent in the first ~1.5 ms after the
+    // answer may find no active turn on the real server, its task not begun: a race, not
+    // modeled).
+    let child_due = std::time::Instant::now() + CHILD_START;
+    loop {
+        if ctl.interrupted() {
+            return interrupted(&mut ctx, started, entered, entered_at, rollout);
+        }
+        let now = std::time::Instant::now();
+        if now >= child_due {
+            break;
+        }
+        std::thread::sleep((child_due - now).min(Duration::from_millis(1)));
+    }
     // The child conversation's session start repeats the configuration's ignored keys, on the
     // parent thread (fidelity s25250001_0227), before its turn context's model warning.
     let config_toml = conn.fake.codex_home.join("config.toml");
@@ -239,7 +276,8 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
                "content": [{"type": "text", "text": req.prompt, "text_elements": []}]}),
     );
     let prompt_at = rollout.add(1);
-    let text = child_stream(&mut ctx, script).unwrap_or_default();
+    let script = next_script(conn);
+    let text = child_stream(&mut ctx, &script).unwrap_or_default();
     let review = render(&text);
     std::thread::sleep(EXIT);
     rollout.add(1);
@@ -287,11 +325,61 @@ pub(super) fn play(conn: &Arc<Conn>, ctl: &Arc<TurnCtl>, req: &Request, script: 
     save_turn(conn, &thread_id, &stored, rollout);
     conn.fake.write_rollout(&thread_id);
     running().remove(&thread_id);
+    stale_turns().insert(thread_id.clone(), child);
     conn.notify(
         "turn/completed",
         json!({"threadId": thread_id, "turn": turn}),
     );
 }
+
+/// What an inline review's task is told when interrupted before its child starts (turn
+/// scenario 142 on every version): the review exits with no output, a message says so, and
+/// the turn ends interrupted with no start time and no items, after the `turn/interrupt`
+/// reply (no status was shown, so none goes back to idle).
+fn interrupted(ctx: &mut Ctx, started: i64, entered: Value, entered_at: u64, mut rollout: Rollout) {
+    let (conn, ctl) = (ctx.conn, ctx.ctl);
+    let thread_id = ctl.thread_id.clone();
+    let parent = ctl.turn_id();
+    let exited = show(
+        ctx,
+        json!({"type": "exitedReviewMode", "id": uuid::Uuid::now_v7().to_string(),
+               "review": render("")}),
+    );
+    let exited_at = rollout.add(1);
+    let answer = show(
+        ctx,
+        agent_message(
+            &format!("msg_{}", uuid::Uuid::now_v7()),
+            INTERRUPTED,
+            &Value::Null,
+        ),
+    );
+    let answer_at = rollout.add(1);
+    rollout.item = answer_at;
+    let end = rollout.add(1);
+    rollout.turn = end;
+    ctx.read_state();
+    ctl.acked.store(true, Ordering::SeqCst);
+    ctx.finish_interrupt();
+    let mut turn = turn_obj(&parent, &parent, "interrupted", None, None, &[]);
+    turn["durationMs"] = json!((now_secs() - started) * 1000);
+    let mut stored = turn.clone();
+    stored["items"] = json!([entered, exited, answer]);
+    stored["rolloutOrdinal"] = json!(end);
+    stored["itemOrdinals"] = json!([entered_at, exited_at, answer_at]);
+    stored["endOrdinal"] = json!(end);
+    save_turn(conn, &thread_id, &stored, rollout);
+    conn.fake.write_rollout(&thread_id);
+    running().remove(&thread_id);
+    conn.notify(
+        "turn/completed",
+        json!({"threadId": thread_id, "turn": turn}),
+    );
+}
+
+/// codex's message for a review interrupted before it could answer.
+const INTERRUPTED: &str =
+    "Review was interrupted. Please re-run /review and wait for it to complete.";
 
 #[cfg(test)]
 mod tests {

@@ -86,6 +86,11 @@ struct Cli {
     /// arguments) [default: the codex-wire binary's]
     #[arg(long, value_name = "PATH")]
     fake_bin: Option<PathBuf>,
+    /// Save the per-method tally (sessions that sent each client method, and how many of them
+    /// were identical) as tests/corpus/<V>/fidelity_methods.json, the generated column of
+    /// docs/methods.md
+    #[arg(long)]
+    save_methods: bool,
 }
 
 /// How one session came out.
@@ -615,6 +620,18 @@ fn report(
         runner.version,
         100.0 * coverage.0 as f64 / coverage.1.max(1) as f64
     );
+    let tally = method_tally(&runner.version, cases, results);
+    let tally_json = serde_json::to_string_pretty(&json!({
+        "seed": cli.seed, "sessions": results.len(), "methods": tally,
+    }))
+    .unwrap_or_default()
+        + "\n";
+    let _ = std::fs::write(out.join("methods.json"), &tally_json);
+    if cli.save_methods {
+        let path = crate::codex_bin::corpus_dir(&runner.version).join("fidelity_methods.json");
+        std::fs::write(&path, &tally_json).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("per-method tally saved to {}", path.display());
+    }
     let mut by_count: Vec<(&String, &Vec<usize>)> = classes.iter().collect();
     by_count.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
     let mut summary = Vec::new();
@@ -673,6 +690,36 @@ fn report(
         }
     }
     Ok(())
+}
+
+/// Per client method of the version's schema that some session sent: `[identical, races,
+/// sessions]`, the sessions that sent it, how many of them were identical (the strict verdict)
+/// and how many the real server's own races left unjudged.
+fn method_tally(
+    version: &str,
+    cases: &[Case],
+    results: &[(usize, Verdict)],
+) -> BTreeMap<String, [usize; 3]> {
+    let protocol = codex_wire::by_version(version).unwrap_or_else(codex_wire::newest);
+    let mut tally: BTreeMap<String, [usize; 3]> = BTreeMap::new();
+    for (i, v) in results {
+        let mut sent = generate::methods_sent(&cases[*i]);
+        sent.sort();
+        sent.dedup();
+        for m in sent {
+            if !protocol.client_methods.contains(&m.as_str()) {
+                continue;
+            }
+            let t = tally.entry(m).or_default();
+            match v {
+                Verdict::Identical => t[0] += 1,
+                Verdict::RealRace { .. } => t[1] += 1,
+                Verdict::Differs { .. } => {}
+            }
+            t[2] += 1;
+        }
+    }
+    tally
 }
 
 /// The client methods the sessions send, of those the version's schema lists.
@@ -827,5 +874,45 @@ mod tests {
         // A budget of one trial stops after one.
         let (_, trials) = shrink(&case, 1, has_command);
         assert_eq!(trials, 1);
+    }
+
+    /// The per-method tally counts each session once per method it sent, by its verdict: a
+    /// differing session is drawn but not identical, a race is counted apart.
+    #[test]
+    fn the_method_tally_counts_sessions_by_verdict() {
+        let case = |name: &str, after: Value| -> Case {
+            serde_json::from_value(json!({"name": name, "scenario": {"turns": []},
+                                          "inputs": ["x"], "after": after}))
+            .unwrap()
+        };
+        let read = json!({"method": "config/read", "params": {}});
+        let models = json!({"method": "model/list", "params": {}});
+        let cases = vec![
+            case("a", json!([read.clone(), read.clone()])),
+            case("b", json!([read.clone(), models.clone()])),
+            case("c", json!([models.clone()])),
+            case("d", json!([read.clone()])),
+        ];
+        let differs = Verdict::Differs {
+            class: "x".into(),
+            detail: String::new(),
+        };
+        let race = Verdict::RealRace {
+            class: "y".into(),
+            detail: String::new(),
+        };
+        let results = vec![
+            (0, Verdict::Identical),
+            (1, differs),
+            (2, Verdict::Identical),
+            (3, race),
+        ];
+        let t = method_tally("0.171.0", &cases, &results);
+        assert_eq!(t["config/read"], [1, 1, 3]);
+        assert_eq!(t["model/list"], [1, 0, 2]);
+        // Every session sends the harness's own requests.
+        assert_eq!(t["turn/start"], [2, 1, 4]);
+        // Not a client method of the schema: not tallied.
+        assert!(!t.contains_key("initialized"));
     }
 }
