@@ -27,7 +27,8 @@ pub struct TurnFacts {
     pub default_mode_instructions: Option<String>,
     /// A plan item's id is `<turn id>-plan` (else a fresh uuid).
     pub plan_item_id_from_turn: bool,
-    /// A forked thread starts with an empty preview (else the source thread's).
+    /// A stored fork of a paginated thread starts with an empty preview (else, and an ephemeral
+    /// fork always, the source thread's: `145_fork_defer_goal_ephemeral`).
     pub fork_preview_empty: bool,
     /// A fork takes the configured sandbox mode, not its source thread's mode or turn policy
     /// (a permission profile is kept either way).

@@ -631,10 +631,10 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         "mcpServer/oauth/login",
         &[
             ("clientRegistration", Unmodeled(REFUSED)),
-            ("environmentId", Unmodeled(REFUSED)),
+            ("environmentId", Read),
             ("name", Read),
             ("scopes", Unmodeled(REFUSED)),
-            ("threadId", Unmodeled(REFUSED)),
+            ("threadId", Read),
             ("timeoutSecs", Unmodeled(REFUSED)),
         ],
     ),

@@ -1379,14 +1379,20 @@ impl H<'_> {
                     None => "queue is empty".into(),
                 }
             }
-            // An environment is named with the server (fidelity s7070001_0221).
-            "mcpServer/oauth/login" => match p["environmentId"].as_str() {
-                Some(env) => format!(
-                    "No MCP server named '{} (environment {env})' found.",
-                    s(p, "name")
-                ),
-                None => format!("No MCP server named '{}' found.", s(p, "name")),
-            },
+            // A thread named must be loaded here, then an environment is named with the
+            // server (fidelity s7070001_0221, s27270001_0052; turn scenario 144).
+            "mcpServer/oauth/login" => {
+                if !p["threadId"].is_null() {
+                    self.fake.loaded_thread(p)?;
+                }
+                match p["environmentId"].as_str() {
+                    Some(env) => format!(
+                        "No MCP server named '{} (environment {env})' found.",
+                        s(p, "name")
+                    ),
+                    None => format!("No MCP server named '{}' found.", s(p, "name")),
+                }
+            }
             // A thread named is parsed first (fidelity s6060001_0086).
             "mcpServer/resource/read" | "mcpServer/tool/call"
                 if p["threadId"]

@@ -362,6 +362,11 @@ impl H<'_> {
         if !crate::fake::threads::materialized(&info) {
             return Err(format!("no rollout found for thread id {source}"));
         }
+        // A deferred goal continuation needs a stored fork (fidelity s27270001_0255; turn
+        // scenario 145 on every version).
+        if params["deferGoalContinuation"] == true && params["ephemeral"] == true {
+            return Err("`deferGoalContinuation` cannot be combined with `ephemeral`".into());
+        }
         // An ephemeral fork of a paginated thread cannot copy its turns (fidelity
         // s8080001_0101).
         if params["ephemeral"] == true
@@ -419,13 +424,16 @@ impl H<'_> {
             new["sandboxSetting"] = setting;
         }
         new["turns"] = info["turns"].clone();
-        // (0.163.0 empties a paginated fork's preview only: `89_legacy_history_items`)
-        new["preview"] =
-            if self.fake.turn_facts.fork_preview_empty && info["historyMode"] != "legacy" {
-                json!("")
-            } else {
-                info["preview"].clone()
-            };
+        // (0.163.0 empties a stored paginated fork's preview only: `89_legacy_history_items`;
+        // an ephemeral fork keeps it, `145_fork_defer_goal_ephemeral`)
+        new["preview"] = if self.fake.turn_facts.fork_preview_empty
+            && info["historyMode"] != "legacy"
+            && params["ephemeral"] != true
+        {
+            json!("")
+        } else {
+            info["preview"].clone()
+        };
         new["forkedFromId"] = json!(source);
         // Its source's `daybreakEnabled` too (fork params have none; all three versions), its
         // name (60_thread_materialized) and the plugins its turns disabled (fidelity
