@@ -78,6 +78,9 @@ pub struct TurnFacts {
     /// `thread/list` lists attached threads without a search
     /// (`136b_thread_list_attached_needs_search`).
     pub thread_list_attached_unchecked: bool,
+    /// A reasoning summary a turn set is not kept when another process resumes the thread
+    /// (the next turn that sets it again announces it: `146_summary_after_a_cold_resume`).
+    pub summary_not_resumed: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

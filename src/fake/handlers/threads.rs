@@ -146,6 +146,10 @@ impl H<'_> {
                     if self.fake.turn_facts.service_tier_not_resumed {
                         t.remove("serviceTier");
                     }
+                    // Nor its reasoning summary (fidelity s27270001_0049).
+                    if self.fake.turn_facts.summary_not_resumed {
+                        t.remove("summary");
+                    }
                     // 0.163.0 neither keeps the personality: the thread shows it until its
                     // next turn's settings drop it (79b: that turn announces it gone).
                     // ("none" stays: kept sessions s20261203_0299 and 66 on 0.163.0.)
