@@ -105,14 +105,34 @@ impl H<'_> {
         Ok(())
     }
 
-    /// `thread/items/read`: the ids' count, then the thread's id, then not supported, whatever
-    /// the thread (fidelity s14140001_0160; probed on 0.163.0, 0.169.0 and 0.171.0).
+    /// `thread/items/read`: the ids' count, then the thread's id, then (but on a stored thread
+    /// with turns) not supported (fidelity s14140001_0160; probed on 0.163.0, 0.169.0 and
+    /// 0.171.0).
     pub(super) fn items_read(&self, id: &Value, p: &Value) -> Result<(), String> {
         let n = p["itemIds"].as_array().map_or(0, Vec::len);
         if !(1..=100).contains(&n) {
             return Err("itemIds must contain 1 to 100 IDs".into());
         }
         crate::fake::threads::check_uuid(s(p, "threadId"), "thread")?;
+        // A stored thread with turns is read: ids not in the named turn give nothing (turn
+        // scenario 150, fidelity s28280001_0070); what a found item reads as is not modeled.
+        if let Ok((_, info)) = self.fake.stored(p, "thread", "") {
+            let turns = info["turns"].as_array().cloned().unwrap_or_default();
+            let turn = turns.iter().find(|t| t["id"] == p["turnId"]);
+            let found = turn.is_some_and(|t| {
+                t["items"].as_array().into_iter().flatten().any(|i| {
+                    p["itemIds"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|x| *x == i["id"])
+                })
+            });
+            if !turns.is_empty() && !found {
+                self.result(id, json!({"data": []}));
+                return Ok(());
+            }
+        }
         self.unsupported(id, "thread/items/read")
     }
 
@@ -852,14 +872,29 @@ impl H<'_> {
         if !p["cursor"].is_null() {
             return Err("invalid realtime cursor".into());
         }
-        // A session named (none runs here) has nothing projected: coverage unsupported
-        // (turn scenario 119b; fidelity s21210001_0248).
+        // A thread with turns is projected through its rollout: as many entries as it has,
+        // no realtime item among them; a named event not seen yet leaves the coverage pending,
+        // a session named (none runs here) changes nothing (turn scenario 147; fidelity
+        // s28280001_0056).
+        if info["turns"].as_array().is_some_and(|t| !t.is_empty()) {
+            let end = info["rollout"]["ordinal"].as_u64().unwrap_or(0) + 1;
+            let coverage = if p["eventId"].is_string() {
+                "pending"
+            } else {
+                "ready"
+            };
+            self.result(
+                id,
+                json!({"data": [], "nextCursor": null, "snapshotEnd": end,
+                       "projectedThroughItemIndex": end, "coverage": coverage}),
+            );
+            return Ok(());
+        }
+        // On a thread without turns, a session named has nothing projected: coverage
+        // unsupported (turn scenario 119b; fidelity s21210001_0248).
         if p["sessionId"].is_string() {
             self.result(id, unsupported);
             return Ok(());
-        }
-        if info["turns"].as_array().is_some_and(|t| !t.is_empty()) {
-            return self.not_modeled("thread/realtime/list");
         }
         self.result(
             id,
@@ -899,9 +934,11 @@ impl H<'_> {
         if !crate::fake::threads::materialized(&info) {
             return Err(format!("no rollout found for thread id {thread_id}"));
         }
-        // No such turn: the thread is loaded again first, its last turn's failure still
+        // No such turn: the thread is loaded again first, as a session starts (its notices:
+        // fidelity s28280001_0603, a deprecated feature), its last turn's failure still
         // showing (fidelity s6060001_0120: `systemError` after a failed turn).
         lock(&self.fake.loaded).insert(thread_id.clone());
+        self.session_started(&thread_id, false);
         let status = if info["systemError"] == true {
             "systemError"
         } else {
@@ -1393,15 +1430,12 @@ impl H<'_> {
                     None => format!("No MCP server named '{}' found.", s(p, "name")),
                 }
             }
-            // A thread named is parsed first (fidelity s6060001_0086).
+            // A thread named is parsed first (fidelity s6060001_0086), then must be loaded
+            // here (fidelity s28280001_0050; turn scenario 149).
             "mcpServer/resource/read" | "mcpServer/tool/call"
-                if p["threadId"]
-                    .as_str()
-                    .is_some_and(|t| crate::fake::threads::check_uuid(t, "thread").is_err()) =>
+                if p["threadId"].is_string() && self.fake.loaded_thread(p).is_err() =>
             {
-                crate::fake::threads::check_uuid(s(p, "threadId"), "thread")
-                    .err()
-                    .unwrap_or_default()
+                self.fake.loaded_thread(p).err().unwrap_or_default()
             }
             // Then a read's origin needs its thread, and a connector target the apps server
             // (fidelity s8080001_0016, s7070001_0577).
@@ -1473,10 +1507,16 @@ impl H<'_> {
     pub(super) fn fixed(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
         // The thread, then the plan (fidelity s8080001_0233; probed on 0.171.0).
         if method == "thread/prepareApprovedPlan" {
-            self.fake.loaded_thread(p)?;
+            let (thread_id, _) = self.fake.loaded_thread(p)?;
             if s(p, "markdown").trim().is_empty() {
                 return Err("The approved plan is empty.".into());
             }
+            // The plan is written to the thread's history: the thread is stored (fidelity
+            // s28280001_0262: a revert then found its rollout; turn scenario 148).
+            self.fake
+                .store
+                .update(|d| crate::fake::threads::write_rollout(&mut d["threads"][&thread_id]));
+            self.fake.write_rollout(&thread_id);
         }
         // codex's supported range of the threshold (default 20).
         if method == "memory/status"

@@ -800,7 +800,11 @@ impl H<'_> {
         else {
             return self.unsupported(id, method);
         };
-        if info["ephemeral"] == true || info["turns"].as_array().is_none_or(Vec::is_empty) {
+        // Nor is a legacy history (fidelity s28280001_0520, after its turns).
+        if info["ephemeral"] == true
+            || info["historyMode"] == "legacy"
+            || info["turns"].as_array().is_none_or(Vec::is_empty)
+        {
             return self.unsupported(id, method);
         }
         let before = match params["cursor"].as_str() {

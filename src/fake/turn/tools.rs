@@ -95,7 +95,7 @@ impl<'a> Ctx<'a> {
                     None => self.rollout.unkept(),
                 },
                 "request_permissions" => match args::<PermissionArgs>(&arguments) {
-                    Some(a) => self.permissions(&call_id, &a.reason, &over),
+                    Some(a) => return self.permissions(&call_id, &a.reason, &over),
                     None => self.rollout.unkept(),
                 },
                 "update_goal" => {
@@ -120,7 +120,7 @@ impl<'a> Ctx<'a> {
 
     /// `request_permissions`: the tool exists only with its feature, and codex refuses it
     /// without asking under `never` (or a granular policy without `request_permissions`).
-    fn permissions(&mut self, id: &str, reason: &Value, over: &Params) {
+    fn permissions(&mut self, id: &str, reason: &Value, over: &Params) -> Result<(), End> {
         let policy = self.approval_policy_value();
         let has_tool = self
             .conn
@@ -132,12 +132,12 @@ impl<'a> Ctx<'a> {
         // No item either way: the call and its output are in the rollout.
         self.rollout.unkept();
         if !has_tool || policy == "never" || policy["granular"]["request_permissions"] == false {
-            return;
+            return Ok(());
         }
         // Nor without an environment to grant them in (`129_permissions_without_environments`,
         // fidelity s23230001_0107).
         if self.no_environment() {
-            return;
+            return Ok(());
         }
         let permissions = json!({"network": {"enabled": true}, "fileSystem": null});
         if self.auto_review() {
@@ -145,14 +145,23 @@ impl<'a> Ctx<'a> {
             let action = json!({"type": "requestPermissions", "reason": reason,
                                 "permissions": permissions});
             self.review(id, now_ms(), action);
-            return;
+            return Ok(());
         }
         self.status(json!({"type": "active", "activeFlags": ["waitingOnApproval"]}));
         let params = self.scope(json!({"itemId": id, "environmentId": "local",
             "startedAtMs": now_ms(), "cwd": self.cwd(), "reason": reason,
             "permissions": permissions}));
-        self.approval("item/permissions/requestApproval", params, over);
+        // Unanswered when the turn is interrupted: resolved only after the turn's end, as a
+        // command's approval (fidelity s28280001_0002 on 0.171.0).
+        if self
+            .request("item/permissions/requestApproval", params, over)
+            .is_none()
+        {
+            return self.unanswered();
+        }
+        self.resolved();
         self.status(json!({"type": "active", "activeFlags": []}));
+        Ok(())
     }
 
     /// A step only the fake plays (`index`: its place in the response, which names its item).
