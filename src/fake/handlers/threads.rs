@@ -519,10 +519,16 @@ impl H<'_> {
                                    `thread/turns/list` and `thread/items/list`.", "details": null}),
             );
         }
+        let mut thread = self.thread_payload(&thread_id, &info, with_turns);
+        // A read takes the preview from the thread store, which never holds an ephemeral
+        // thread (`151_ephemeral_thread_read_preview` on every version; fidelity
+        // s28280001_0067).
+        if info["ephemeral"] == true {
+            thread["preview"] = json!("");
+        }
         self.result(
             id,
-            json!({"thread": self.thread_payload(&thread_id, &info, with_turns),
-                   "readState": read_state(&thread_id, &info)}),
+            json!({"thread": thread, "readState": read_state(&thread_id, &info)}),
         );
         Ok(())
     }
