@@ -317,15 +317,34 @@ pub(super) fn play(
         None,
         std::slice::from_ref(&answer),
     );
-    let mut stored = turn.clone();
-    stored["items"] = json!([entered, exited, answer]);
-    stored["rolloutOrdinal"] = json!(end);
-    stored["itemOrdinals"] = json!([entered_at, exited_at, answer_at]);
-    stored["endOrdinal"] = json!(end);
-    save_turn(conn, &thread_id, &stored, rollout);
-    conn.fake.write_rollout(&thread_id);
-    running().remove(&thread_id);
     stale_turns().insert(thread_id.clone(), child);
+    let items = [
+        (entered, entered_at),
+        (exited, exited_at),
+        (answer, answer_at),
+    ];
+    close(conn, &thread_id, turn, items, end, rollout);
+}
+
+/// The review turn's end: stored with its three items at their rollout positions, the rollout
+/// written, the thread free again, then `turn/completed` with the turn as shown.
+fn close(
+    conn: &Arc<Conn>,
+    thread_id: &str,
+    turn: Value,
+    items: [(Value, u64); 3],
+    end: u64,
+    rollout: Rollout,
+) {
+    let mut stored = turn.clone();
+    let (shown, ordinals): (Vec<Value>, Vec<u64>) = items.into_iter().unzip();
+    stored["items"] = json!(shown);
+    stored["rolloutOrdinal"] = json!(end);
+    stored["itemOrdinals"] = json!(ordinals);
+    stored["endOrdinal"] = json!(end);
+    save_turn(conn, thread_id, &stored, rollout);
+    conn.fake.write_rollout(thread_id);
+    running().remove(thread_id);
     conn.notify(
         "turn/completed",
         json!({"threadId": thread_id, "turn": turn}),
@@ -363,18 +382,12 @@ fn interrupted(ctx: &mut Ctx, started: i64, entered: Value, entered_at: u64, mut
     ctx.finish_interrupt();
     let mut turn = turn_obj(&parent, &parent, "interrupted", None, None, &[]);
     turn["durationMs"] = json!((now_secs() - started) * 1000);
-    let mut stored = turn.clone();
-    stored["items"] = json!([entered, exited, answer]);
-    stored["rolloutOrdinal"] = json!(end);
-    stored["itemOrdinals"] = json!([entered_at, exited_at, answer_at]);
-    stored["endOrdinal"] = json!(end);
-    save_turn(conn, &thread_id, &stored, rollout);
-    conn.fake.write_rollout(&thread_id);
-    running().remove(&thread_id);
-    conn.notify(
-        "turn/completed",
-        json!({"threadId": thread_id, "turn": turn}),
-    );
+    let items = [
+        (entered, entered_at),
+        (exited, exited_at),
+        (answer, answer_at),
+    ];
+    close(conn, &thread_id, turn, items, end, rollout);
 }
 
 /// codex's message for a review interrupted before it could answer.
