@@ -49,7 +49,7 @@ fn the_fake_plays_every_kept_session_as_the_real_server_did() {
     // Outside any git repository, as the recordings were made.
     let work = std::env::temp_dir().join(format!("codex-wire-kept-{}", std::process::id()));
     // Each replay mostly waits out the fake's grace windows: four at once, as the turns test.
-    let results = harness::run_parallel(4, &jobs, |&(p, case)| {
+    let judge = |&(p, case): &(&'static codex_wire::Protocol, &harness::Case)| {
         let path = recorded(p.version).join(format!("{}.real.jsonl", case.name));
         let real = std::fs::read_to_string(&path).unwrap_or_else(|e| {
             panic!(
@@ -66,7 +66,24 @@ fn the_fake_plays_every_kept_session_as_the_real_server_did() {
             .unwrap_or_else(|e| panic!("{}: the fake run could not start: {e}", case.name));
         let fake = std::fs::read_to_string(fake).unwrap_or_default();
         diff::compare(&diff::masked(&real).unwrap(), &diff::masked(&fake).unwrap()).err()
-    });
+    };
+    let mut results = harness::run_parallel(4, &jobs, judge);
+    // As in the turns test: a session whose order rests on a few milliseconds of the real
+    // server's timing (a login completed ~2 ms after its result, `s15150001_0008`, while the
+    // client's next request is answered) can part from its recording when the machine is
+    // loaded; one that differs is run once more, alone, and judged on that run. A fake that is
+    // wrong differs alone too.
+    for (i, job) in jobs.iter().enumerate() {
+        if results[i].is_some() {
+            results[i] = judge(job);
+            if results[i].is_none() {
+                eprintln!(
+                    "{} {}: differed beside the other runs, identical alone",
+                    job.0.version, job.1.name
+                );
+            }
+        }
+    }
     let (mut failures, mut stale) = (Vec::new(), Vec::new());
     let mut per_version: std::collections::BTreeMap<&str, usize> = Default::default();
     for (&(p, case), mismatch) in jobs.iter().zip(results) {
