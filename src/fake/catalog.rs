@@ -122,6 +122,17 @@ impl Catalog {
 
 /// The version's features under development (`schema/<V>/facts/features.json`): codex warns
 /// when a session turns any of them on.
+/// The version's default model: the one its `model/list` marks `isDefault` (the captured
+/// real result); a capture without one: the newest version's.
+pub fn default_model(p: &'static crate::Protocol) -> String {
+    let list = super::defaults::result_for(p, "model/list");
+    list["data"]
+        .as_array()
+        .and_then(|d| d.iter().find(|m| m["isDefault"] == true))
+        .and_then(|m| m["model"].as_str())
+        .map_or_else(|| Config::parse("", &[]).model, str::to_string)
+}
+
 pub fn unstable_features(p: &crate::Protocol) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Feature {

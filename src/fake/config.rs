@@ -14,6 +14,9 @@ pub struct Config {
     /// config.toml.
     ignored: Vec<(bool, String)>,
     pub model: String,
+    /// The model a configuration that names none gets: the version's default (the one its
+    /// `model/list` marks `isDefault`).
+    default_model: String,
     pub provider: String,
     /// The configured policy as codex reports it (`on-failure` reads as `on-request`).
     pub approval_policy: String,
@@ -34,6 +37,9 @@ pub struct Config {
     /// Features turned on (`[features]`, `--enable`), in name order.
     pub features: Vec<String>,
 }
+
+/// The default model of codex-cli 0.171.0, for a configuration read without its version.
+const NEWEST_DEFAULT_MODEL: &str = "gpt-6.2-sol";
 
 /// Keys codex 0.171.0 no longer reads and warns about as unrecognized (each seen on the real
 /// server; a key it never knew is not listed: the fake cannot tell it from one it knows).
@@ -119,10 +125,19 @@ fn to_toml(v: &Value) -> Option<toml::Value> {
 impl Config {
     /// `config.toml` in `codex_home` (absent or unreadable: empty), then the overrides; a value
     /// that is not TOML is taken as a string, as codex does.
-    pub fn load(codex_home: &Path, overrides: &[(String, String)], known: &[String]) -> Config {
+    pub fn load(
+        codex_home: &Path,
+        overrides: &[(String, String)],
+        known: &[String],
+        default_model: &str,
+    ) -> Config {
         let text = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
         let mut c = Config::parse(&text, overrides);
         c.ignore_unknown(overrides, known);
+        c.default_model = default_model.to_string();
+        if get(&c.table, "model").and_then(|v| v.as_str()).is_none() {
+            c.model = c.default_model.clone();
+        }
         c
     }
 
@@ -189,6 +204,10 @@ impl Config {
         }
         let mut c = Config::of(t);
         c.ignored = self.ignored.clone();
+        if get(&c.table, "model").and_then(|v| v.as_str()).is_none() {
+            c.model = self.default_model.clone();
+        }
+        c.default_model = self.default_model.clone();
         c
     }
 
@@ -222,8 +241,10 @@ impl Config {
                 .map_or(d, |n| n.clamp(0, 100) as u64)
         };
         Config {
-            // codex-cli 0.171.0's defaults with an empty config (probed).
-            model: s("model").unwrap_or_else(|| "gpt-6.2-sol".into()),
+            // codex-cli 0.171.0's defaults with an empty config (probed); `load` sets the
+            // version's default model.
+            model: s("model").unwrap_or_else(|| NEWEST_DEFAULT_MODEL.into()),
+            default_model: NEWEST_DEFAULT_MODEL.into(),
             approval_policy: match s("approval_policy").as_deref() {
                 None | Some("on-failure") => "on-request".into(),
                 Some(p) => p.to_string(),

@@ -38,6 +38,8 @@ pub struct Fake {
     config: std::sync::RwLock<Arc<super::config::Config>>,
     /// The `-c key=value` overrides, kept to read the configuration again.
     pub overrides: Vec<(String, String)>,
+    /// The version's default model (a configuration naming none gets it).
+    default_model: String,
     /// A write changed the configuration since a session last loaded it: the next session
     /// start warns about it again as at start-up (`configWarning`).
     pub config_changed: std::sync::atomic::AtomicBool,
@@ -81,12 +83,15 @@ impl Fake {
             .map(PathBuf::from)
             .unwrap_or_else(|| dir.clone());
         let config_facts = super::user_config::Facts::of(protocol);
+        let default_model = super::catalog::default_model(protocol);
         Arc::new(Fake {
             config: std::sync::RwLock::new(Arc::new(super::config::Config::load(
                 &codex_home,
                 overrides,
                 &config_facts.known_keys(),
+                &default_model,
             ))),
+            default_model,
             overrides: overrides.to_vec(),
             config_changed: std::sync::atomic::AtomicBool::new(false),
             enablement: Mutex::new(serde_json::Map::new()),
@@ -124,6 +129,7 @@ impl Fake {
             &self.codex_home,
             &self.overrides,
             &self.config_facts.known_keys(),
+            &self.default_model,
         ));
         match self.config.write() {
             Ok(mut c) => *c = fresh,

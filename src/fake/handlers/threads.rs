@@ -46,6 +46,23 @@ impl H<'_> {
             "daybreakEnabled": params["daybreakEnabled"], "personality": params["personality"],
         });
         resolved.store(&mut info);
+        // A thread made with the default environment after `environment/add` also works in
+        // each added one after the local one, at its cwd (turn scenario 153, all versions;
+        // fidelity s28280001_0266). Several added ones come in an order the real server
+        // varies from run to run (seen both ways); by id here, one of its orders.
+        let added = self.fake.store.load()["environmentsAdded"].clone();
+        if let (None, Some(added)) = (&resolved.environments, added.as_object()) {
+            if !added.is_empty() {
+                let at = |env: &str| {
+                    json!({"environmentId": env, "cwd": resolved.cwd,
+                           "runtimeWorkspaceRoots": resolved.roots})
+                };
+                let mut ids: Vec<&str> = added.keys().map(String::as_str).collect();
+                ids.sort_unstable();
+                let envs: Vec<Value> = std::iter::once("local").chain(ids).map(at).collect();
+                info["environments"] = Value::Array(envs);
+            }
+        }
         // The flags its own `config` sets: what `experimentalFeature/list` shows for it.
         if let Some(layer) = params["config"].as_object() {
             let features = crate::fake::config::Config::layer_features(layer);
@@ -448,6 +465,7 @@ impl H<'_> {
             "usage",
             "lastUsage",
             "usageTurnId",
+            "usageWindow",
             "daybreakEnabled",
             "name",
             "disabledPluginIds",

@@ -275,12 +275,17 @@ impl H<'_> {
                     zeros.clone()
                 }
             };
+            // The window recorded with the usage (a fork under another model reports its
+            // source's: turn scenario 152 on 0.171.0).
+            let window = info["usageWindow"]
+                .as_i64()
+                .unwrap_or_else(|| turn::context_window(self, thread_id));
             self.notify(
                 "thread/tokenUsage/updated",
                 json!({"threadId": thread_id, "turnId": last_turn["id"],
                        "tokenUsage": {"total": or_zeros(&info["usage"]),
                                       "last": or_zeros(&info["lastUsage"]),
-                                      "modelContextWindow": turn::context_window(self, thread_id)}}),
+                                      "modelContextWindow": window}}),
             );
         }
     }

@@ -407,10 +407,13 @@ impl<'a> Ctx<'a> {
         let last = breakdown(u.input_tokens, u.cached(), u.output_tokens, u.reasoning());
         let thread_id = self.ctl.thread_id.clone();
         let turn_id = self.turn_id.clone();
+        let window = context_window(self.conn, &self.ctl.thread_id);
         let total = self.conn.fake.store.update(|d| {
-            // Kept for the usage a resumed thread reports, with the turn it came in.
+            // Kept for the usage a resumed thread reports, with the turn it came in and the
+            // window it was reported against (codex restores the rollout's record as written).
             d["threads"][&thread_id]["lastUsage"] = last.clone();
             d["threads"][&thread_id]["usageTurnId"] = json!(turn_id);
+            d["threads"][&thread_id]["usageWindow"] = json!(window);
             let t = &mut d["threads"][&thread_id]["usage"];
             let sum = |k: &str| t[k].as_i64().unwrap_or(0) + last[k].as_i64().unwrap_or(0);
             *t = breakdown(
@@ -421,7 +424,6 @@ impl<'a> Ctx<'a> {
             );
             t.clone()
         });
-        let window = context_window(self.conn, &self.ctl.thread_id);
         self.notify(
             "thread/tokenUsage/updated",
             json!({"tokenUsage": {"total": total, "last": last, "modelContextWindow": window}}),
@@ -550,6 +552,7 @@ impl<'a> Ctx<'a> {
             last["totalTokens"] = json!(window - before);
             t["usage"] = total.clone();
             t["lastUsage"] = last.clone();
+            t["usageWindow"] = json!(window);
             (total, last)
         });
         self.notify(
