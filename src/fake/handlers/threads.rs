@@ -704,7 +704,7 @@ impl H<'_> {
     }
 
     /// `thread/searchOccurrences`: every case-insensitive occurrence of the term in the
-    /// thread's user and agent messages, in rollout order, each with its item's text as the
+    /// thread's user messages and each turn's final answer, in rollout order, each with its item's text as the
     /// snippet, paged by codex's cursor (probed on 0.171.0: 77). Long texts (a snippet window)
     /// and a long unpaged result (its default limit) are not modeled.
     pub(super) fn search_occurrences(&self, id: &Value, params: &Value) -> Result<(), String> {
@@ -754,7 +754,18 @@ impl H<'_> {
                 "turns",
             );
             let ords = t["itemOrdinals"].as_array().cloned().unwrap_or_default();
-            for (item, ord) in t["items"].as_array().into_iter().flatten().zip(ords) {
+            let items = t["items"].as_array().map(Vec::as_slice).unwrap_or_default();
+            // A turn's agent side is searched in its final answer only: its last message in
+            // the `final_answer` phase, else its last one outside `commentary` (turn
+            // scenarios 154 and 154c, all versions).
+            let last_of = |keep: &dyn Fn(&Value) -> bool| {
+                items
+                    .iter()
+                    .rposition(|i| i["type"] == "agentMessage" && keep(&i["phase"]))
+            };
+            let answer =
+                last_of(&|p| p == "final_answer").or_else(|| last_of(&|p| p != "commentary"));
+            for (n, (item, ord)) in items.iter().zip(ords).enumerate() {
                 let texts: Vec<&str> = match item["type"].as_str() {
                     Some("userMessage") => item["content"]
                         .as_array()
@@ -762,7 +773,9 @@ impl H<'_> {
                         .flatten()
                         .filter_map(|c| c["text"].as_str())
                         .collect(),
-                    Some("agentMessage") => item["text"].as_str().into_iter().collect(),
+                    Some("agentMessage") if answer == Some(n) => {
+                        item["text"].as_str().into_iter().collect()
+                    }
                     _ => Vec::new(),
                 };
                 let mut index = 0;
