@@ -72,6 +72,8 @@ const REALTIME_ERROR_US: u64 = 1_100;
 /// How long codex takes to fail a Windows sandbox setup off Windows (see
 /// `windows_sandbox_setup`).
 const SANDBOX_SETUP_MS: u64 = 8;
+/// How long codex takes to find a review's merge base is missing (below the 9 ms least seen).
+const MERGE_BASE_MS: u64 = 7;
 
 /// A remote plugin id codex accepts: `[A-Za-z0-9_~-]+` (`is_valid_remote_plugin_id`).
 fn remote_plugin_id(p: &Value) -> Result<(), String> {
@@ -276,35 +278,14 @@ impl H<'_> {
         let (thread_id, _) = self.fake.loaded_thread(p)?;
         self.result(id, json!({}));
         let turn_id = uuid::Uuid::now_v7().to_string();
-        self.submission_failed(
+        submission_failed(
+            self.c,
             &thread_id,
             &turn_id,
             "conversation is not running",
             "badRequest",
         );
         Ok(())
-    }
-
-    /// A submission failed before its turn ran: the thread turns `systemError` (the status
-    /// changes once: a thread already failed says only the error again), then an `error`
-    /// names the submission as its turn.
-    fn submission_failed(&self, thread_id: &str, turn_id: &str, message: &str, info: &str) {
-        let before = self.fake.store.update(|d| {
-            let t = &mut d["threads"][thread_id]["systemError"];
-            std::mem::replace(t, json!(true))
-        });
-        if before != true {
-            self.notify(
-                "thread/status/changed",
-                json!({"threadId": thread_id, "status": {"type": "systemError"}}),
-            );
-        }
-        self.notify(
-            "error",
-            json!({"error": {"message": message, "codexErrorInfo": info,
-                             "additionalDetails": null, "misalignment": null},
-                   "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
-        );
     }
 
     /// `thread/realtime/start` on a loaded thread: answered, then the session fails without
@@ -1172,7 +1153,15 @@ impl H<'_> {
             let turn_id = uuid::Uuid::now_v7().to_string();
             self.result(id, turn::review_answer(&thread_id, &turn_id, &hint));
             let message = format!("{} is not a git repository", json!(cwd.to_string_lossy()));
-            self.submission_failed(&thread_id, &turn_id, &message, "other");
+            // codex looks for it on a task of its own, with git: the failure came 9-36 ms
+            // after the answer (turn scenarios 115 and 137 on three versions, fidelity
+            // s28280001_0038 and 0097 twice each), after the reply to a quick request sent
+            // meanwhile.
+            let conn = std::sync::Arc::clone(self.c);
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(MERGE_BASE_MS));
+                submission_failed(&conn, &thread_id, &turn_id, &message, "other");
+            });
             return Ok(());
         }
         turn::start_review(self.c, id, &thread_id, turn::ReviewRequest { hint, prompt });
@@ -1623,4 +1612,32 @@ fn injected_item_error(items: &Value, tagged_only: bool) -> Option<String> {
         };
         Some(format!("items[{i}] is not a valid response item: {why}"))
     })
+}
+
+/// A submission failed before its turn ran: the thread turns `systemError` (the status
+/// changes once: a thread already failed says only the error again), then an `error` names
+/// the submission as its turn.
+fn submission_failed(
+    conn: &crate::fake::rpc::Conn,
+    thread_id: &str,
+    turn_id: &str,
+    message: &str,
+    info: &str,
+) {
+    let before = conn.fake.store.update(|d| {
+        let t = &mut d["threads"][thread_id]["systemError"];
+        std::mem::replace(t, json!(true))
+    });
+    if before != true {
+        conn.notify(
+            "thread/status/changed",
+            json!({"threadId": thread_id, "status": {"type": "systemError"}}),
+        );
+    }
+    conn.notify(
+        "error",
+        json!({"error": {"message": message, "codexErrorInfo": info,
+                         "additionalDetails": null, "misalignment": null},
+               "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
+    );
 }
