@@ -120,8 +120,6 @@ impl Catalog {
     }
 }
 
-/// The version's features under development (`schema/<V>/facts/features.json`): codex warns
-/// when a session turns any of them on.
 /// The version's default model: the one its `model/list` marks `isDefault` (the captured
 /// real result); a capture without one: the newest version's.
 pub fn default_model(p: &'static crate::Protocol) -> String {
@@ -133,6 +131,8 @@ pub fn default_model(p: &'static crate::Protocol) -> String {
         .map_or_else(|| Config::parse("", &[]).model, str::to_string)
 }
 
+/// The version's features under development (`schema/<V>/facts/features.json`): codex warns
+/// when a session turns any of them on.
 pub fn unstable_features(p: &crate::Protocol) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Feature {

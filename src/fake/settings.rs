@@ -363,26 +363,19 @@ pub fn for_start(
         .map_or_else(|| cfg.provider.clone(), str::to_string);
     let (service_tier, tier_warning) =
         catalog.service_tier(params.get("serviceTier"), &cfg, &model);
-    // The thread keeps the tier its requests carry: a configured one its model does not
-    // advertise is dropped (warned about), so a turn's `fast` then changes it (fidelity
-    // s11110001_0120; probed on 0.171.0). A tier the request names stays the thread's setting
-    // all the same (fidelity s13130001_0107: a later settings change shows it), except on a
-    // version that drops it too (`requested_service_tier_served_only`).
-    let (service_tier, configured_tier) =
-        if params.get("serviceTier").is_some() && !facts.requested_service_tier_served_only {
-            (service_tier, Value::Null)
-        } else {
-            let served = catalog.served_tier(&service_tier, &model);
-            let configured = if served == service_tier
-                || params.get("serviceTier").is_some()
-                || facts.requested_service_tier_served_only
-            {
-                Value::Null
-            } else {
-                service_tier
-            };
-            (served, configured)
-        };
+    // The thread keeps the tier its requests carry: a configured or requested one its model
+    // does not advertise is dropped (warned about) but stays its setting, so the first turn
+    // or update that carries settings shows it (fidelity s11110001_0120, s13130001_0107 and
+    // s28280001_0177: a requested `fast` then a turn's `fast` announces `priority`; turn
+    // scenarios 95 and 99), except on a version that drops it for good
+    // (`requested_service_tier_served_only`).
+    let served = catalog.served_tier(&service_tier, &model);
+    let configured = if served == service_tier || facts.requested_service_tier_served_only {
+        Value::Null
+    } else {
+        service_tier
+    };
+    let (service_tier, configured_tier) = (served, configured);
     let setting = match &sandbox {
         Sandbox::Default => Value::Null,
         Sandbox::Mode(m) => json!(format!("mode:{m}")),
