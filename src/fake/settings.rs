@@ -467,6 +467,7 @@ pub const SETTING_PARAMS: &[&str] = &[
     "personality",
     "collaborationMode",
     "environments",
+    "runtimeWorkspaceRoots",
 ];
 
 /// `turn/start`'s settings over a thread's (`build_thread_settings_overrides`): each param
