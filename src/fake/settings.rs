@@ -443,6 +443,15 @@ fn collaboration_mode(mode: &Value, texts: &ModeTexts) -> Value {
                         "developer_instructions": instructions}})
 }
 
+/// Where a thread keeps the place its last turn's context named ([`context_place`]).
+pub const CONTEXT_PLACE: &str = "contextPlace";
+
+/// Where a thread works as its turn context tells the model (cwd, environments, roots): a turn
+/// that finds it moved writes the environment context again.
+pub fn context_place(info: &Value) -> Value {
+    json!([info["cwd"], info["environments"], info["roots"]])
+}
+
 /// Where a thread keeps a configured tier it does not yet show ([`Resolved::configured_tier`]).
 const CONFIGURED_TIER: &str = "configuredServiceTier";
 

@@ -139,8 +139,16 @@ impl H<'_> {
                     s["collaborationMode"]["settings"]["developer_instructions"].clone()
                 };
                 let instructions = !switched && mode_text(&settings) != mode_text(&before);
-                let messages =
-                    u64::from(permissions) + 2 * u64::from(switched) + u64::from(instructions);
+                // A new cwd or new roots since the last turn's context write the environment
+                // context again (fidelity s28280001_0673 on 0.171.0: a goal's turn, then a turn
+                // in `./sub`; s28280001_0964: a resume that set the roots, then a turn).
+                let moved = info
+                    .get(settings::CONTEXT_PLACE)
+                    .is_some_and(|p| *p != settings::context_place(&next));
+                let messages = u64::from(permissions)
+                    + 2 * u64::from(switched)
+                    + u64::from(instructions)
+                    + u64::from(moved);
                 let after = if messages > 0 { messages + 1 } else { 0 };
                 next["rolloutPending"] = json!({"before": u64::from(carries) + u64::from(resumed),
                                                 "after": after});

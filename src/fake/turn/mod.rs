@@ -275,13 +275,13 @@ fn play(
         if !first && n == 0 {
             ctx.rollout.add(pending["after"].as_u64().unwrap_or(0));
         }
-        if pending.is_object() {
-            conn.fake.store.update(|d| {
-                if let Some(t) = d["threads"][&thread_id].as_object_mut() {
-                    t.remove("rolloutPending");
-                }
-            });
-        }
+        let place = crate::fake::settings::context_place(&thread);
+        conn.fake.store.update(|d| {
+            if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+                t.remove("rolloutPending");
+                t.insert(crate::fake::settings::CONTEXT_PLACE.into(), place);
+            }
+        });
         ctx.started_ms = now_ms();
         conn.fake.store.update(|d| {
             if let Some(t) = d["threads"][&thread_id].as_object_mut() {
