@@ -226,7 +226,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("includeAttachedThreads", Unmodeled(NOT_MODELED_LIST)),
             ("includedThreadIds", Unmodeled(NOT_MODELED_LIST)),
             ("limit", Read),
-            ("modelProviders", Unmodeled(NOT_MODELED_LIST)),
+            ("modelProviders", Read),
             ("originators", Unmodeled(NOT_MODELED_LIST)),
             ("parentThreadId", Read),
             ("projectId", Unmodeled(NOT_MODELED_LIST)),

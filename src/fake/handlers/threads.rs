@@ -1127,6 +1127,14 @@ impl H<'_> {
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
             .filter(|_| parent.is_none())
             .filter(|(_, info)| project.is_none_or(|p| info["projectId"] == p))
+            // Providers named: a thread of one of them (none or an empty list: any; turn
+            // scenario 160 on every version).
+            .filter(|(_, info)| {
+                params["modelProviders"]
+                    .as_array()
+                    .filter(|p| !p.is_empty())
+                    .is_none_or(|p| p.iter().any(|m| m == self.provider_of(info).as_str()))
+            })
             // A section named lists its threads; a search, the threads whose title or preview
             // has the term, any case (`136_thread_list_section_checks`,
             // `136b_thread_list_attached_needs_search`).
