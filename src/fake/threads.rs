@@ -231,6 +231,10 @@ pub fn revision_state(thread_id: &str, info: &Value) -> Value {
     }
 }
 
+/// Where a thread keeps the `warning`s its session start sent: an inline review's child
+/// session repeats them.
+pub const SESSION_WARNINGS: &str = "sessionWarnings";
+
 /// Whether the thread has its row in codex's thread store: written at its first persisted
 /// change (a turn, a name, a goal, a memory mode), not at `thread/start`. Before it, the
 /// thread has no read state, and resuming, sampling or reverting it finds no rollout.

@@ -842,6 +842,14 @@ impl H<'_> {
         if p["limit"].as_u64().is_some_and(|l| !(1..=500).contains(&l)) {
             return Err("realtime page size must be between 1 and 500".into());
         }
+        // An observation window must hold some time (fidelity s29290001_0025: 0 to 0).
+        if let (Some(from), Some(to)) =
+            (p["fromObservedAtMs"].as_i64(), p["toObservedAtMs"].as_i64())
+        {
+            if from >= to {
+                return Err("realtime observation time range must be nonempty".into());
+            }
+        }
         let unsupported = json!({"data": [], "nextCursor": null, "snapshotEnd": 0,
                                  "projectedThroughItemIndex": 0, "coverage": "unsupported"});
         // A legacy history is never projected, whatever the cursor

@@ -76,7 +76,13 @@ impl H<'_> {
                 .fake
                 .config_changed
                 .swap(false, std::sync::atomic::Ordering::SeqCst);
-        if let Some(message) = cfg.ignored_keys_warning(&config) {
+        // The session keeps the warnings of the configuration it loaded: an inline review's
+        // child session repeats them, not one about keys a later write added (fidelity
+        // s29290001_0356, s29290001_0576).
+        let mut warnings: Vec<String> = Vec::new();
+        let ignored = cfg.ignored_keys_warning(&config);
+        warnings.extend(ignored.clone());
+        if let Some(message) = ignored {
             // Seen on 0.171.0 (51_settings): a session that loads a configuration a write
             // changed repeats the start-up warning first.
             if reloaded {
@@ -92,15 +98,24 @@ impl H<'_> {
         }
         let unstable = cfg.unstable_features(&self.fake.unstable);
         if !unstable.is_empty() && !cfg.bool("suppress_unstable_features_warning") {
+            let message = format!(
+                "Under-development features enabled: {}. Under-development features are \
+                 incomplete and may behave unpredictably. To suppress this warning, set \
+                 `suppress_unstable_features_warning = true` in {}.",
+                unstable.join(", "),
+                path_str(&config)
+            );
             self.notify(
                 "warning",
-                json!({"threadId": thread_id, "message": format!(
-                    "Under-development features enabled: {}. Under-development features are \
-                     incomplete and may behave unpredictably. To suppress this warning, set \
-                     `suppress_unstable_features_warning = true` in {}.",
-                    unstable.join(", "), path_str(&config))}),
+                json!({"threadId": thread_id, "message": message}),
             );
+            warnings.push(message);
         }
+        self.fake.store.update(|d| {
+            if d["threads"][thread_id].is_object() {
+                d["threads"][thread_id][crate::fake::threads::SESSION_WARNINGS] = json!(warnings);
+            }
+        });
         for (summary, details) in cfg.deprecations() {
             self.notify(
                 "deprecationNotice",

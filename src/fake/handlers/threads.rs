@@ -116,6 +116,9 @@ impl H<'_> {
             return self.resume_from_history(id, history);
         }
         let path = params["path"].as_str().filter(|p| !p.is_empty());
+        if path.is_none() {
+            self.refuse_archived(params)?;
+        }
         let (thread_id, info) = match path {
             Some(p) => self.fake.stored_at_path(given, running, p)?,
             None => self
@@ -123,8 +126,9 @@ impl H<'_> {
                 .stored(params, "session", "no rollout found for thread id ")?,
         };
         // Nothing is stored before the thread's first persisted change: loaded here or not,
-        // there is nothing to resume yet.
-        if !crate::fake::threads::materialized(&info) && path.is_none() {
+        // there is nothing to resume yet; an ephemeral thread never has a rollout (fidelity
+        // s29290001_0226).
+        if !crate::fake::threads::has_rollout(&info) && path.is_none() {
             return Err(format!("no rollout found for thread id {thread_id}"));
         }
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
@@ -375,12 +379,14 @@ impl H<'_> {
                 "attachToSource cannot be combined with ephemeral or deferGoalContinuation".into(),
             );
         }
+        self.refuse_archived(params)?;
         // A bad id is a bad "session id" here, as in `thread/resume`.
         let (source, info) =
             self.fake
                 .stored(params, "session", "no rollout found for thread id ")?;
-        // Nothing is stored before the thread's first persisted change: nothing to fork.
-        if !crate::fake::threads::materialized(&info) {
+        // Nothing is stored before the thread's first persisted change, nor ever for an
+        // ephemeral thread: nothing to fork (fidelity s29290001_0416).
+        if !crate::fake::threads::has_rollout(&info) {
             return Err(format!("no rollout found for thread id {source}"));
         }
         // A deferred goal continuation needs a stored fork (fidelity s27270001_0255; turn
@@ -1202,6 +1208,19 @@ impl H<'_> {
             json!({"data": data, "readStates": read_states, "nextCursor": next,
                    "backwardsCursor": back}),
         );
+        Ok(())
+    }
+
+    /// An archived thread is neither resumed nor forked by id (fidelity s29290001_0736:
+    /// archived before its first turn; turn scenario 167 on every version).
+    fn refuse_archived(&self, params: &Value) -> Result<(), String> {
+        let given = params["threadId"].as_str().unwrap_or_default();
+        if self.fake.store.load()["threads"][given]["archived"] == true {
+            return Err(format!(
+                "session {given} is archived. Run `codex unarchive {given}` to unarchive it \
+                 first."
+            ));
+        }
         Ok(())
     }
 

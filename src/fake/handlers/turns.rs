@@ -120,9 +120,12 @@ impl H<'_> {
                 // starts (every time, changed or not), and a change of permissions adds their
                 // instructions and world state after its start (fidelity s6060001_0056 and
                 // _0135 on 0.171.0). A thread's first turn writes its settings anyway.
+                // A `serviceTier` sent as null (the standard tier) is a setting too (fidelity
+                // s29290001_0015: a second turn's null tier wrote the settings on 0.171.0).
                 let carries = settings::SETTING_PARAMS
                     .iter()
-                    .any(|k| !params[*k].is_null());
+                    .any(|k| !params[*k].is_null())
+                    || params.get("serviceTier").is_some();
                 // A cold resume's own settings entry on versions that write one.
                 let resumed = next
                     .as_object_mut()

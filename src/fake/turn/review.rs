@@ -250,10 +250,14 @@ pub(super) fn play(
         }
         std::thread::sleep((child_due - now).min(Duration::from_millis(1)));
     }
-    // The child conversation's session start repeats the configuration's ignored keys, on the
-    // parent thread (fidelity s25250001_0227), before its turn context's model warning.
-    let config_toml = conn.fake.codex_home.join("config.toml");
-    if let Some(message) = conn.fake.config().ignored_keys_warning(&config_toml) {
+    // The child conversation's session start repeats the warnings of the configuration the
+    // parent's session loaded (ignored keys, features under development), on the parent
+    // thread (fidelity s25250001_0227, s29290001_0356 and 0576), before its turn context's
+    // model warning.
+    let loaded = conn.fake.store.load()["threads"][&thread_id]
+        [crate::fake::threads::SESSION_WARNINGS]
+        .clone();
+    for message in loaded.as_array().into_iter().flatten() {
         conn.notify(
             "warning",
             json!({"threadId": thread_id, "message": message}),

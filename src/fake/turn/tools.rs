@@ -713,7 +713,20 @@ impl<'a> Ctx<'a> {
             self.rollout.unkept();
             return Ok(());
         };
-        let gate = self.patch_gate(&patch.written(), &cwd);
+        // Files a patch approval accepted for the session are written again unasked (fidelity
+        // s29290001_0407 on 0.171.0: a second patch of the same file in the turn).
+        let keys: Vec<String> = patch
+            .written()
+            .iter()
+            .map(|p| format!("patch:{}", p.display()))
+            .collect();
+        let mut gate = self.patch_gate(&patch.written(), &cwd);
+        if gate == Gate::Ask {
+            let approved = lock(&self.ctl.session_approved);
+            if keys.iter().all(|k| approved.contains(k)) {
+                gate = Gate::Run;
+            }
+        }
         if gate == Gate::Refuse {
             // codex rejects the patch before any item exists; the model is told why.
             self.rollout.unkept();
@@ -769,8 +782,12 @@ impl<'a> Ctx<'a> {
             let decision = self.decision(method, &reply);
             self.status(json!({"type": "active", "activeFlags": []}));
             // A patch whose request failed reads as declined (unlike a command).
-            match decision {
-                Decision::Accept(_) => {}
+            match &decision {
+                Decision::Accept(d) => {
+                    if *d == "acceptForSession" {
+                        lock(&self.ctl.session_approved).extend(keys.iter().cloned());
+                    }
+                }
                 Decision::Decline | Decision::Cancel | Decision::Failed => status = "declined",
             }
             // A cancelled patch is never completed: its call and output are in the rollout,
