@@ -927,7 +927,7 @@ impl H<'_> {
         // fidelity s28280001_0603, a deprecated feature), its last turn's failure still
         // showing (fidelity s6060001_0120: `systemError` after a failed turn).
         lock(&self.fake.loaded).insert(thread_id.clone());
-        self.session_started(&thread_id, false);
+        self.session_repeated(&thread_id);
         let status = if info["systemError"] == true {
             "systemError"
         } else {

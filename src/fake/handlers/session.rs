@@ -124,6 +124,28 @@ impl H<'_> {
         }
     }
 
+    /// A loaded session taken up again (`thread/revert`'s reload): the warnings its start sent,
+    /// from the configuration it loaded then, not one written since (fidelity s29290001_0089
+    /// on 0.169.0; turn scenario 168), then the deprecated names it uses.
+    pub(super) fn session_repeated(&self, thread_id: &str) {
+        let info = self.fake.store.load()["threads"][thread_id].clone();
+        let Some(warnings) = info[crate::fake::threads::SESSION_WARNINGS].as_array() else {
+            return self.session_started(thread_id, false);
+        };
+        for message in warnings {
+            self.notify(
+                "warning",
+                json!({"threadId": thread_id, "message": message}),
+            );
+        }
+        for (summary, details) in self.fake.config().deprecations() {
+            self.notify(
+                "deprecationNotice",
+                json!({"summary": summary, "details": details}),
+            );
+        }
+    }
+
     /// What the real server says when a whole history is sent with a thread.
     pub(super) fn hydration_notice(&self) {
         self.notify(
