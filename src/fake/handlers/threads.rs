@@ -157,7 +157,7 @@ impl H<'_> {
             // process may have changed it since it was looked up).
             let resumed = self.fake.store.update(|d| {
                 let mut info = d["threads"][&thread_id].clone();
-                let settings_before = self.thread_settings(&info);
+                let settings_before = self.settings_with_tier(&info);
                 // Loaded afresh: no error of an earlier process's turn shows.
                 if let Some(t) = info.as_object_mut() {
                     t.remove("systemError");
@@ -226,7 +226,7 @@ impl H<'_> {
                 }
                 r.store(&mut info);
                 if !self.fake.turn_facts.resume_writes_settings
-                    && self.thread_settings(&info) == settings_before
+                    && self.settings_with_tier(&info) == settings_before
                 {
                     if let Some(t) = info.as_object_mut() {
                         t.remove("resumeSettingsWritten");
@@ -1209,6 +1209,17 @@ impl H<'_> {
                    "backwardsCursor": back}),
         );
         Ok(())
+    }
+
+    /// The thread's settings with the tier it keeps unshown: what a resume compares to decide
+    /// whether it wrote settings (a requested tier the model does not advertise is a change:
+    /// kept fidelity session s18180001_0157).
+    fn settings_with_tier(&self, info: &Value) -> Value {
+        let mut s = self.thread_settings(info);
+        if let Some(t) = settings::configured_tier(info) {
+            s["serviceTier"] = json!(t);
+        }
+        s
     }
 
     /// An archived thread is neither resumed nor forked by id (fidelity s29290001_0736:
