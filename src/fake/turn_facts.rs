@@ -81,10 +81,6 @@ pub struct TurnFacts {
     /// A reasoning summary a turn set is not kept when another process resumes the thread
     /// (the next turn that sets it again announces it: `146_summary_after_a_cold_resume`).
     pub summary_not_resumed: bool,
-    /// An interrupt sent on a response's last item lands after the response's end is read:
-    /// its usage is reported, then the turn is interrupted
-    /// (`161_turn_interrupted_on_its_last_message`).
-    pub interrupt_after_stream_end: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -82,11 +82,9 @@ impl Ctx<'_> {
                     // The stream's end comes a moment after its last item: an interrupt sent on
                     // that item arrives first, and the response's usage is never counted (seen
                     // on 0.171.0, real against real).
-                    // On a version whose interrupt lands later, the end is read first (its
-                    // usage reported, then the turn interrupted: `Ctx::run`).
                     if follow_up {
                         self.check()?;
-                    } else if !self.conn.fake.turn_facts.interrupt_after_stream_end {
+                    } else {
                         self.wait(TOOL_DISPATCH)?;
                     }
                     self.usage = response.usage;
