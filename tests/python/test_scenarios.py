@@ -163,7 +163,7 @@ def test_crash_mid_turn(make_fake, tmp_path):
             except Exception as e:  # noqa: BLE001 - the outcome is checked below
                 outcome.append(e)
 
-        reader = threading.Thread(target=run)
+        reader = threading.Thread(target=run, daemon=True)
         reader.start()
         wait_for(lambda: fake.sent("item/agentMessage/delta"), "the first delta")
         (server,) = fake.server_pids()
@@ -199,7 +199,7 @@ def test_interrupt(make_fake, tmp_path):
     with codex(fake, tmp_path) as c:
         handle = c.thread_start().turn("work slowly")
         result: list = []
-        reader = threading.Thread(target=lambda: result.append(handle.run()))
+        reader = threading.Thread(target=lambda: result.append(handle.run()), daemon=True)
         reader.start()
         wait_for(lambda: fake.sent("item/agentMessage/delta"), "the first delta")
         handle.interrupt()

@@ -117,7 +117,9 @@ def test_goal_steer_and_interrupt_during_rollover(make_fake, tmp_path):
         state, first = client.start_goal_operation(thread_id, "keep going")
         stream = _goal_stream(client, state)
         collected: list = []
-        reader = threading.Thread(target=lambda: collected.append(_collect_turn_result(stream, turn_id=first)))
+        # A daemon: should the turn never end, the test fails instead of holding pytest open.
+        reader = threading.Thread(
+            target=lambda: collected.append(_collect_turn_result(stream, turn_id=first)), daemon=True)
         reader.start()
         # Waits through the rollover for the continuation turn, as the SDK's goal controls do.
         second = state.active_turn(after=first)
