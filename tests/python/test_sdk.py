@@ -107,8 +107,11 @@ def test_goal_turn_over_two_server_turns_is_one_logical_result(make_fake, tmp_pa
 
 def test_goal_steer_and_interrupt_during_rollover(make_fake, tmp_path):
     fake_only("goal rollover scripted by `continuations` and `rollover_ms`")
+    # The continuation's answer is asked for again after the steer: both responses are long, so
+    # the interrupt finds the turn running however slowly the client gets to it.
+    long = [{"kind": "progress", "seconds": 20, "interval": 0.05}]
     slow = {"steps": [{"kind": "message", "text": "first"}],
-            "continuations": [{"steps": [{"kind": "progress", "seconds": 20, "interval": 0.05}]}],
+            "continuations": [{"steps": [], "responses": [long, long]}],
             "rollover_ms": 300}
     fake = make_fake([slow])
     client = _client(fake, tmp_path)
