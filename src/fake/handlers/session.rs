@@ -116,12 +116,7 @@ impl H<'_> {
                 d["threads"][thread_id][crate::fake::threads::SESSION_WARNINGS] = json!(warnings);
             }
         });
-        for (summary, details) in cfg.deprecations() {
-            self.notify(
-                "deprecationNotice",
-                json!({"summary": summary, "details": details}),
-            );
-        }
+        self.deprecation_notices();
     }
 
     /// A loaded session taken up again (`thread/revert`'s reload): the warnings its start sent,
@@ -138,6 +133,11 @@ impl H<'_> {
                 json!({"threadId": thread_id, "message": message}),
             );
         }
+        self.deprecation_notices();
+    }
+
+    /// The deprecated names the configuration uses, one notice each.
+    fn deprecation_notices(&self) {
         for (summary, details) in self.fake.config().deprecations() {
             self.notify(
                 "deprecationNotice",
