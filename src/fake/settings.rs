@@ -454,6 +454,8 @@ pub fn context_place(info: &Value) -> Value {
 
 /// Where a thread keeps a configured tier it does not yet show ([`Resolved::configured_tier`]).
 const CONFIGURED_TIER: &str = "configuredServiceTier";
+/// A thread's info key: the cwd it started in, once a setting moved it (see `thread/list`).
+pub const INDEX_CWD: &str = "indexCwd";
 
 /// The configured tier a thread keeps without showing it, if any.
 pub fn configured_tier(info: &Value) -> Option<&str> {
@@ -548,6 +550,11 @@ pub fn for_turn(
                 .into_iter()
                 .map(|r| if r == old_cwd { cwd.clone() } else { r }),
         );
+    }
+    // codex's thread index keeps the cwd a thread started in, whatever its turns and resumes
+    // moved it to since (`thread/list`; turn scenarios 169 and 169b).
+    if cwd != old_cwd && next.get(INDEX_CWD).is_none() {
+        next[INDEX_CWD] = json!(old_cwd);
     }
     next["cwd"] = json!(cwd);
     next["roots"] = json!(roots);

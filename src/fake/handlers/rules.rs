@@ -748,6 +748,15 @@ impl H<'_> {
     pub(super) fn attachments(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
         let thread_id = s(p, "threadId").to_string();
         crate::fake::threads::check_uuid(&thread_id, "thread").map_err(|e| invalid(&e))?;
+        // A list's cursor is parsed (this thread's, a time, an id) before the thread is looked
+        // up (fidelity s30300001_0494: refused on a thread with no rollout yet).
+        let parsed = |c: &str| {
+            let parts: Vec<&str> = c.split('|').collect();
+            parts.len() == 3 && parts[0] == thread_id && parts[1].parse::<i64>().is_ok()
+        };
+        if method == "thread/attachment/list" && p["cursor"].as_str().is_some_and(|c| !parsed(c)) {
+            return Err(invalid("invalid pagination cursor"));
+        }
         let info = self.fake.store.load()["threads"][&thread_id].clone();
         if !info.is_object() || !crate::fake::threads::has_rollout(&info) {
             if method == "thread/attachment/list" {

@@ -105,9 +105,9 @@ impl H<'_> {
     }
 
     /// `thread/metadata/update`: the thread (its id, then whether it exists), at least one
-    /// field, the project, a non-empty `gitInfo`; then the fields are kept, the thread stored,
-    /// and the thread answered (probed on 0.171.0: 78). Filing into an existing project is
-    /// not modeled.
+    /// field, the project, a non-empty `gitInfo`, not ephemeral; then the fields are kept, the
+    /// thread stored, and the thread answered (probed on 0.171.0: 78, 170). Filing into an
+    /// existing project is not modeled.
     pub(super) fn metadata_update(&self, id: &Value, p: &Value) -> Result<(), String> {
         let (thread_id, info) = self.fake.stored(p, "thread", "thread not found: ")?;
         if ["daybreakEnabled", "gitInfo", "projectId"]
@@ -116,16 +116,19 @@ impl H<'_> {
         {
             return Err("thread metadata update must include at least one field".into());
         }
-        ephemeral_refused(&thread_id, &info)?;
-        if let Some(project) = p["projectId"].as_str() {
-            if !self.project_exists(project) {
-                return Err(format!("project not found: {project}"));
-            }
-            return self.not_modeled("thread/metadata/update");
+        // A missing project, then an empty `gitInfo`, are refused before an ephemeral thread is
+        // (fidelity s30300001_0671; turn scenario 170).
+        let project = p["projectId"].as_str();
+        if let Some(project) = project.filter(|p| !self.project_exists(p)) {
+            return Err(format!("project not found: {project}"));
         }
         let git = p["gitInfo"].as_object();
         if git.is_some_and(|g| g.is_empty()) {
             return Err("gitInfo must include at least one field".into());
+        }
+        ephemeral_refused(&thread_id, &info)?;
+        if project.is_some() {
+            return self.not_modeled("thread/metadata/update");
         }
         let info = self.fake.store.update(|d| {
             let t = &mut d["threads"][&thread_id];

@@ -1174,6 +1174,11 @@ impl H<'_> {
                 // listed thread has a read state, a client's own kind too (0.163.0, 0.169.0 and
                 // 0.171.0).
                 t["threadSource"] = Value::Null;
+                // Its cwd is the one the thread started in (turn scenarios 169 and 169b: after a
+                // turn in a new cwd, and after a restart and resume there).
+                if let Some(c) = info.get(crate::fake::settings::INDEX_CWD) {
+                    t["cwd"] = c.clone();
+                }
                 // Nor, after 0.163.0, the thread a fork came from
                 // (`123_fork_of_a_thread_in_a_project`).
                 if !self.fake.turn_facts.thread_list_shows_fork_origin {

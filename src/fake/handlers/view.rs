@@ -69,7 +69,12 @@ impl H<'_> {
     /// The full `Thread` object, shaped like the real server's.
     pub fn thread_payload(&self, thread_id: &str, info: &Value, with_turns: bool) -> Value {
         let cwd = info["cwd"].as_str().unwrap_or("/").to_string();
-        let status = if turn::running().contains_key(thread_id) {
+        // A turn whose task has not begun (a shell command's, a review's) leaves the thread as
+        // it was (fidelity s30300001_0103: `thread/list` right after `thread/shellCommand`).
+        let begun = turn::running()
+            .get(thread_id)
+            .is_some_and(|c| !c.queued.load(std::sync::atomic::Ordering::SeqCst));
+        let status = if begun {
             json!({"type": "active", "activeFlags": []})
         } else if lock(&self.fake.loaded).contains(thread_id) {
             if info["systemError"] == true {
