@@ -264,8 +264,11 @@ impl H<'_> {
                 json!({"threadId": thread_id, "status": {"type": "idle"}}),
             );
         }
-        // A thread taken up with another model than it was recorded with says so.
-        if let (true, Some(now)) = (newly, params["model"].as_str()) {
+        // A thread taken up with another model than it was recorded with says so: a requested
+        // one, or the configuration's when the request overrides the model otherwise (turn
+        // scenarios 171 and 171b).
+        let now = params["model"].as_str().or(info["model"].as_str());
+        if let (true, Some(now)) = (newly, now) {
             let was = recorded_model.as_deref().unwrap_or_default();
             if !was.is_empty() && was != now {
                 self.notify(
@@ -1433,6 +1436,13 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
         || given.contains_key("modelProvider")
         || config_sets("model")
         || config_sets("model_reasoning_effort");
+    // Any of those and the thread's own model is not taken up at all: the configuration's is
+    // (codex's `merge_persisted_resume_metadata`; fidelity s30300001_0806, turn scenario 171:
+    // a resume naming only the provider runs the configured model).
+    if model_changed {
+        p.remove("model");
+        p.remove("modelProvider");
+    }
     p.extend(given);
     let mut v = Value::Object(p);
     if !model_changed && !info["effort"].is_null() {
