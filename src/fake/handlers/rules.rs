@@ -841,7 +841,7 @@ impl H<'_> {
     }
 
     /// `thread/realtime/list` on a loaded thread with no realtime session (none runs here):
-    /// no cursor is known; before the first turn, the empty snapshot.
+    /// no cursor is known; before the first turn, nothing is projected.
     pub(super) fn realtime_list(&self, id: &Value, p: &Value) -> Result<(), String> {
         crate::fake::threads::check_uuid(s(p, "threadId"), "thread")?;
         let Ok((_, info)) = self.fake.loaded_thread(p) else {
@@ -870,34 +870,32 @@ impl H<'_> {
         if !p["cursor"].is_null() {
             return Err("invalid realtime cursor".into());
         }
-        // A thread with turns is projected through its rollout: as many entries as it has,
+        // A stored thread is projected through its rollout: as many entries as it has,
         // no realtime item among them; a named event not seen yet leaves the coverage pending,
         // a session named (none runs here) changes nothing (turn scenario 147; fidelity
         // s28280001_0056).
-        if info["turns"].as_array().is_some_and(|t| !t.is_empty()) {
-            let end = info["rollout"]["ordinal"].as_u64().unwrap_or(0) + 1;
-            let coverage = if p["eventId"].is_string() {
-                "pending"
-            } else {
-                "ready"
-            };
-            self.result(
-                id,
-                json!({"data": [], "nextCursor": null, "snapshotEnd": end,
-                       "projectedThroughItemIndex": end, "coverage": coverage}),
-            );
-            return Ok(());
-        }
-        // On a thread without turns, a session named has nothing projected: coverage
-        // unsupported (turn scenario 119b; fidelity s21210001_0248).
-        if p["sessionId"].is_string() {
+        // A thread with nothing stored yet has nothing projected, whatever is asked: coverage
+        // unsupported (turn scenarios 119b, 172b and 172c; fidelity s21210001_0248). Once
+        // stored (a turn, a section move: 48, 172d) it is projected through its rollout.
+        if !crate::fake::threads::materialized(&info) {
             self.result(id, unsupported);
             return Ok(());
         }
+        let end = info["rollout"]["ordinal"].as_u64().unwrap_or(0) + 1;
+        // A snapshot end the client pinned is answered as it is, pending past what is
+        // projected; so is a position required that is not projected yet (turn scenario 172,
+        // fidelity s30300001_0908).
+        let snapshot = p["snapshotEnd"].as_u64().unwrap_or(end);
+        let pending = p["eventId"].is_string()
+            || snapshot > end
+            || p["requiredThroughPosition"]
+                .as_u64()
+                .is_some_and(|r| r >= end);
+        let coverage = if pending { "pending" } else { "ready" };
         self.result(
             id,
-            json!({"data": [], "nextCursor": null, "snapshotEnd": 1,
-                   "projectedThroughItemIndex": 1, "coverage": "ready"}),
+            json!({"data": [], "nextCursor": null, "snapshotEnd": snapshot,
+                   "projectedThroughItemIndex": end, "coverage": coverage}),
         );
         Ok(())
     }
