@@ -472,6 +472,12 @@ impl H<'_> {
     }
 
     pub(super) fn dispatch(&self, id: &Value, method: &str, params: &Value) {
+        // A request sent while a review enters review mode is answered after the entry
+        // (`turn::wait_entries`).
+        if method != "turn/interrupt" && crate::fake::turn::entries_pending() {
+            self.flush_held();
+            crate::fake::turn::wait_entries();
+        }
         // A scripted answer in scenario.json wins over everything but initialize.
         if method != "initialize" {
             let sc = scenario(&self.fake.dir);

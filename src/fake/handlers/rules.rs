@@ -1172,9 +1172,22 @@ impl H<'_> {
             // after the answer (turn scenarios 115 and 137 on three versions, fidelity
             // s28280001_0038 and 0097 twice each), after the reply to a quick request sent
             // meanwhile.
+            // The review's turn context comes first: on a model without metadata it says so,
+            // just before the failure (fidelity s30300001_0304 on 0.171.0), as an inline
+            // review's does before entering review mode.
+            let model = info["model"]
+                .as_str()
+                .map_or_else(|| self.fake.config().model.clone(), str::to_string);
+            let warning = self.fake.catalog.unknown_model_warning(&model);
             let conn = std::sync::Arc::clone(self.c);
             std::thread::spawn(move || {
                 std::thread::sleep(std::time::Duration::from_millis(MERGE_BASE_MS));
+                if let Some(message) = warning {
+                    conn.notify(
+                        "warning",
+                        json!({"threadId": thread_id, "message": message}),
+                    );
+                }
                 submission_failed(&conn, &thread_id, &turn_id, &message, "other");
             });
             return Ok(());

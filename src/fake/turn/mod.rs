@@ -27,7 +27,7 @@ mod stream;
 mod tools;
 
 use ctl::End;
-pub use ctl::{running, stale_turns, TurnCtl};
+pub use ctl::{entries_pending, running, stale_turns, wait_entries, TurnCtl};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
@@ -125,6 +125,7 @@ pub fn start_for_request(
 pub fn start_review(conn: &Arc<Conn>, id: &Value, thread_id: &str, req: ReviewRequest) {
     let (ctl, _) = register(thread_id);
     ctl.queued.store(true, Ordering::SeqCst);
+    ctl.entering.store(true, Ordering::SeqCst);
     let turn_id = ctl.turn_id();
     conn.send(json!({"id": id, "result": review_answer(thread_id, &turn_id, &req.hint)}));
     let conn = conn.clone();
@@ -191,6 +192,7 @@ fn register(thread_id: &str) -> (Arc<TurnCtl>, i64) {
         session_approved: Mutex::new(Vec::new()),
         root: Mutex::new(None),
         queued: AtomicBool::new(false),
+        entering: AtomicBool::new(false),
     });
     running().insert(thread_id.to_string(), ctl.clone());
     (ctl, now_secs())
