@@ -225,6 +225,14 @@ impl H<'_> {
                     r.setting = setting;
                 }
                 r.store(&mut info);
+                // A personality the resume asks for is the thread's from now on (turn
+                // scenario 175; fidelity s30300001_0179 on 0.169.0).
+                if let Some(p) = params.get("personality").filter(|p| !p.is_null()) {
+                    info["personality"] = p.clone();
+                    if let Some(t) = info.as_object_mut() {
+                        t.remove("personalityDropped");
+                    }
+                }
                 if !self.fake.turn_facts.resume_writes_settings
                     && self.settings_with_tier(&info) == settings_before
                 {
