@@ -1025,13 +1025,17 @@ impl H<'_> {
                 crate::fake::rpc::INTERNAL_PREFIX
             ))
         };
-        // A terminal's spawn fails in its own words: portable-pty resolves the program before
-        // the working directory, and an absolute one that is not there is refused with the
-        // errno's name (fidelity s17170001_0266, its cwd missing too). Its PATH search, a
-        // directory and the rest are not modeled.
+        // A terminal's spawn of an absolute program that is not there fails: in
+        // portable-pty's own words, the errno's name, when the working directory is missing
+        // too (fidelity s17170001_0266), else as the system's exec error (s30300001_0223;
+        // turn scenario 176 on every version). Its PATH search, a directory and the rest are
+        // not modeled.
         if p["tty"] == true {
             let program = program.as_str().unwrap_or_default();
             if program.starts_with('/') && !std::path::Path::new(program).exists() {
+                if std::path::Path::new(s(p, "cwd")).is_dir() {
+                    return failed("No such file or directory (os error 2)".into());
+                }
                 return failed(format!(
                     "Unable to spawn {program} because it doesn't exist on the filesystem \
                      (ENOENT: No such file or directory)"
