@@ -291,11 +291,12 @@ fn find_uuid(s: &str) -> Option<usize> {
         .find(|&i| s.is_char_boundary(i) && s.get(i..i + 36).is_some_and(is_uuid))
 }
 
-/// `sessions/2026/11/30/rollout-2026-11-30T20-31-07-` → `sessions/<date>/rollout-<stamp>-`: the
-/// day a rollout was written is the day of the run (a recording is replayed on later days).
 /// An attachment page's cursor, `<thread>|<created at, Unix seconds>|<attachment>` (uuids
 /// already masked): its clock reading masked as a `createdAt` is (the real server against its
 /// own recording of 83_thread_attachments parts there only).
+/// A `thread/list` page's next cursor, `<updated at, to the second>Z|<thread>`: its clock
+/// reading masked as the list's other ISO times are (turn scenario 177: the real server against
+/// its own recording parts there only).
 fn mask_keyset_time(s: &str) -> String {
     let parts: Vec<&str> = s.split('|').collect();
     let uuid = |p: &str| p.starts_with("<uuid:") && p.ends_with('>');
@@ -305,10 +306,13 @@ fn mask_keyset_time(s: &str) -> String {
         {
             format!("{a}|<time>|{b}")
         }
+        [t, b] if is_iso_time(t) && uuid(b) => format!("<iso-time>|{b}"),
         _ => s.to_string(),
     }
 }
 
+/// `sessions/2026/11/30/rollout-2026-11-30T20-31-07-` → `sessions/<date>/rollout-<stamp>-`: the
+/// day a rollout was written is the day of the run (a recording is replayed on later days).
 fn mask_rollout_stamp(s: &str) -> String {
     let Some(i) = s.find("rollout-") else {
         return s.to_string();
@@ -533,6 +537,18 @@ mod tests {
     }
 
     use super::*;
+
+    /// A thread list's next cursor: its clock reading is masked; its id, its shape and a
+    /// reading that is not an ISO time are not.
+    #[test]
+    fn thread_list_cursors_mask_their_time_only() {
+        let a = mask_keyset_time("2026-12-06T02:17:37Z|<uuid:4>");
+        assert_eq!(a, "<iso-time>|<uuid:4>");
+        assert_eq!(a, mask_keyset_time("2026-12-06T02:18:06Z|<uuid:4>"));
+        assert_ne!(a, mask_keyset_time("2026-12-06T02:17:37Z|<uuid:5>"));
+        assert_ne!(a, mask_keyset_time("1796387751|<uuid:4>"));
+        assert_ne!(a, mask_keyset_time("2026-12-06T02:17:37Z|x|<uuid:4>"));
+    }
 
     /// An attachment cursor's clock reading is masked; its ids and shape are not.
     #[test]

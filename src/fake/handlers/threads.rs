@@ -1199,19 +1199,32 @@ impl H<'_> {
             })
             .collect();
         threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
-        let limit = params["limit"].as_u64().map_or(usize::MAX, |l| l as usize);
+        // A page holds one thread at least (`limit: 0` lists one: turn scenario 177, fidelity
+        // s30300001_0203).
+        let limit = params["limit"]
+            .as_u64()
+            .map_or(usize::MAX, |l| (l as usize).max(1));
         let more = threads.len() > limit;
         threads.truncate(limit);
-        // The cursors are the edge threads' times (ISO 8601, as the real server writes them).
-        let at = |t: Option<&(i64, Value, Value)>| match t {
-            Some((u, _, _)) => {
-                let (y, mo, d, h, mi, s) = civil(u.div_euclid(1000));
-                json!(format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.000Z"))
-            }
+        // The cursors are the edge threads' times as the real server writes them: the next
+        // page's the last one's second and id, the way back the first one's time (turn
+        // scenario 177).
+        let iso = |u: i64| {
+            let (y, mo, d, h, mi, s) = civil(u.div_euclid(1000));
+            format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")
+        };
+        let next = match threads.last().filter(|_| more) {
+            Some((u, t, _)) => json!(format!(
+                "{}Z|{}",
+                iso(*u),
+                t["id"].as_str().unwrap_or_default()
+            )),
             None => Value::Null,
         };
-        let next = at(threads.last().filter(|_| more));
-        let back = at(threads.first());
+        let back = match threads.first() {
+            Some((u, _, _)) => json!(format!("{}.000Z", iso(*u))),
+            None => Value::Null,
+        };
         let mut read_states = Map::new();
         for (_, t, r) in &threads {
             if !r.is_null() {
