@@ -1179,10 +1179,10 @@ impl H<'_> {
             // The review's turn context comes first: on a model without metadata it says so,
             // just before the failure (fidelity s30300001_0304 on 0.171.0), as an inline
             // review's does before entering review mode.
-            let model = info["model"]
-                .as_str()
-                .map_or_else(|| self.fake.config().model.clone(), str::to_string);
-            let warning = self.fake.catalog.unknown_model_warning(&model);
+            let warning = self
+                .fake
+                .catalog
+                .unknown_model_warning(&self.model_of(&info));
             let conn = std::sync::Arc::clone(self.c);
             std::thread::spawn(move || {
                 std::thread::sleep(std::time::Duration::from_millis(MERGE_BASE_MS));
