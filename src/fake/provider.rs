@@ -139,7 +139,15 @@ fn at(t: i64, now: i64) -> String {
 
 /// What codex makes of an HTTP error of `status` with `body` and `headers` from the provider at
 /// `base_url`, at `now` (seconds).
-pub fn classify(status: u16, body: &str, headers: &Value, base_url: &str, now: i64) -> Failure {
+/// `context_length`: whether the version reads a 400's `context_length_exceeded` code.
+pub fn classify(
+    status: u16,
+    body: &str,
+    headers: &Value,
+    base_url: &str,
+    now: i64,
+    context_length: bool,
+) -> Failure {
     let json: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let code = json["error"]["code"].as_str().unwrap_or_default();
     let kind = json["error"]["type"].as_str().unwrap_or_default();
@@ -169,7 +177,7 @@ pub fn classify(status: u16, body: &str, headers: &Value, base_url: &str, now: i
     };
     let http = |s: u16| json!({"httpConnectionFailed": {"httpStatusCode": s}});
     match status {
-        400 if code == "context_length_exceeded" => Failure {
+        400 if code == "context_length_exceeded" && context_length => Failure {
             before: Before::FullContext,
             ..fail(
                 "Codex ran out of room in the model's context window. Start a new thread or \
@@ -293,7 +301,7 @@ mod tests {
 
     #[test]
     fn statuses_read_as_codex_reads_them() {
-        let f = classify(503, "", &json!({}), URL, 0);
+        let f = classify(503, "", &json!({}), URL, 0, true);
         assert_eq!(
             f.message,
             "unexpected status 503 Service Unavailable: Unknown error, url: http://127.0.0.1:9/v1/responses"
@@ -305,25 +313,34 @@ mod tests {
             &json!({"x-request-id": "req_123", "cf-ray": "ray_9"}),
             URL,
             0,
+            true,
         );
         assert_eq!(
             f.message,
             "unexpected status 404 Not Found: nope, url: http://127.0.0.1:9/v1/responses, cf-ray: ray_9, request id: req_123"
         );
         assert!(!f.resent && f.retried);
-        let f = classify(429, "slow", &json!({}), URL, 0);
+        let f = classify(429, "slow", &json!({}), URL, 0, true);
         assert_eq!(
             f.message,
             "exceeded retry limit, last status: 429 Too Many Requests"
         );
         assert!(!f.retried);
-        assert!(classify(429, "", &json!({"Retry-After": "2"}), URL, 0).retried);
+        assert!(classify(429, "", &json!({"Retry-After": "2"}), URL, 0, true).retried);
+        // A version that does not read the code takes a context-length 400 as any 400.
+        let body = r#"{"error":{"code":"context_length_exceeded"}}"#;
         assert_eq!(
-            classify(400, "raw body", &json!({}), URL, 0).message,
+            classify(400, body, &json!({}), URL, 0, true).info,
+            "contextWindowExceeded"
+        );
+        let plain = classify(400, body, &json!({}), URL, 0, false);
+        assert_eq!((plain.message.as_str(), plain.info), (body, json!("other")));
+        assert_eq!(
+            classify(400, "raw body", &json!({}), URL, 0, true).message,
             "raw body"
         );
         assert_eq!(
-            classify(499, "", &json!({}), URL, 0).message,
+            classify(499, "", &json!({}), URL, 0, true).message,
             "unexpected status 499 <unknown status code>: Unknown error, url: http://127.0.0.1:9/v1/responses"
         );
     }
@@ -331,14 +348,14 @@ mod tests {
     #[test]
     fn usage_limits_name_the_plan_and_the_reset() {
         let body = r#"{"error":{"type":"usage_limit_reached","plan_type":"plus"}}"#;
-        let f = classify(429, body, &json!({}), URL, 0);
+        let f = classify(429, body, &json!({}), URL, 0, true);
         assert_eq!(f.info, json!("usageLimitExceeded"));
         assert!(f
             .message
             .ends_with("purchase more credits or try again later."));
         let body = r#"{"error":{"type":"usage_limit_reached","resets_at":4102444800}}"#;
         assert_eq!(
-            classify(429, body, &json!({}), URL, 0).message,
+            classify(429, body, &json!({}), URL, 0, true).message,
             "You’ve hit your usage limit. Try again at Jan 1st, 2100 12:00 AM."
         );
     }

@@ -123,6 +123,18 @@ impl Fake {
         }
     }
 
+    /// The model a stored thread runs: its own, else the configured one.
+    pub fn model_of(&self, info: &Value) -> String {
+        info["model"]
+            .as_str()
+            .map_or_else(|| self.config().model.clone(), str::to_string)
+    }
+
+    /// [`Fake::model_of`] the thread `thread_id` as the store holds it now.
+    pub fn thread_model(&self, thread_id: &str) -> String {
+        self.model_of(&self.store.load()["threads"][thread_id])
+    }
+
     /// Read `config.toml` and the overrides again (after a write).
     pub fn reload_config(&self) {
         let fresh = Arc::new(super::config::Config::load(
@@ -480,6 +492,14 @@ impl Conn {
         let verdict = lock(&self.session).feed(line);
         let text = String::from_utf8_lossy(line);
         let msg = serde_json::from_str::<Value>(text.trim_end_matches('\r')).ok();
+        // A steer counts from its reading to its answer (the end of this call): codex's steer
+        // holds the turn's state while the message being streamed waits to complete.
+        let _steer = match (&msg, verdict.method.as_deref()) {
+            (Some(m), Some("turn/steer")) => m["params"]["threadId"]
+                .as_str()
+                .and_then(super::turn::steer_arriving),
+            _ => None,
+        };
         let mut entry = Entry::new("in", None);
         match &msg {
             Some(m) if verdict.kind != Kind::Unparsed => entry.msg = Some(m),

@@ -81,6 +81,9 @@ pub struct TurnFacts {
     /// A reasoning summary a turn set is not kept when another process resumes the thread
     /// (the next turn that sets it again announces it: `146_summary_after_a_cold_resume`).
     pub summary_not_resumed: bool,
+    /// An HTTP 400 whose body's code is `context_length_exceeded` is a plain 400 (its body the
+    /// message, `other`; the window not marked full: turn scenario `179c`).
+    pub http_context_length_unrecognized: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -369,7 +369,6 @@ fn check_input(input: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// The `turn/start` params that set the thread's settings.
 /// How long a thread with a rollout takes to apply a `thread/settings/update` and announce it
 /// (see `thread_settings_update`): past the real server's median (1.9 ms) and inside its range,
 /// because the real server's delay is work (it persists the settings first) that stretches with

@@ -23,9 +23,7 @@ impl std::ops::Deref for H<'_> {
 impl H<'_> {
     /// A thread's model: its own (thread/start `model`), else the configured one.
     pub(super) fn model_of(&self, info: &Value) -> String {
-        info["model"]
-            .as_str()
-            .map_or_else(|| self.fake.config().model.clone(), str::to_string)
+        self.fake.model_of(info)
     }
 
     /// A stored turn as the real server lists it: `view` `full` (every item), `summary` (the

@@ -4,7 +4,7 @@
 use crate::fake::state::lock;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,26 @@ pub struct TurnCtl {
     /// An inline review between its answer and its entry into review mode: the real server
     /// answers the client's other requests of that time after the entry (see `wait_entries`).
     pub entering: AtomicBool,
+    /// `turn/steer` requests read for this turn and not yet answered (see [`TurnCtl::steering`]).
+    pub(super) steering: AtomicUsize,
+}
+
+/// A `turn/steer` for `thread_id` has been read: until the mark is dropped (the request
+/// answered or refused), the thread's streaming message waits for its answer before it
+/// completes (see `Ctx::await_steers`).
+pub fn steer_arriving(thread_id: &str) -> Option<SteerMark> {
+    let ctl = running().get(thread_id).cloned()?;
+    ctl.steering.fetch_add(1, Ordering::SeqCst);
+    Some(SteerMark(ctl))
+}
+
+/// A `turn/steer` being answered (see [`steer_arriving`]).
+pub struct SteerMark(Arc<TurnCtl>);
+
+impl Drop for SteerMark {
+    fn drop(&mut self) {
+        self.0.steering.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Holds a request until every review being entered has entered review mode. Of the client
@@ -93,6 +113,10 @@ impl TurnCtl {
     /// Queues steered input and answers the request while the queue is held, so that the turn
     /// (which abandons its response on seeing the input) cannot write before the reply: the real
     /// server answers `turn/steer` first (f37: the reply, then the aborted stream's usage).
+    /// Whether a `turn/steer` read for this turn is still being answered.
+    pub(super) fn steering(&self) -> bool {
+        self.steering.load(Ordering::SeqCst) > 0
+    }
     pub fn steer(&self, input: Value, reply: impl FnOnce()) {
         let mut steers = lock(&self.steers);
         steers.push(input);

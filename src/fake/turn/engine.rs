@@ -16,8 +16,9 @@ impl<'a> Ctx<'a> {
     /// the scripted model would stream, and the stream is consumed as codex consumes it. A
     /// response that called a tool is followed by another request; one that did not ends the
     /// turn (a scripted response left over is never played, as on the real server). Input
-    /// steered in abandons the response being streamed: the input is recorded and the model is
-    /// asked again.
+    /// steered in where the stream pauses abandons the response; steered in while it flows, it
+    /// waits for the response's end (its tools run, its usage counts). Either way the input is
+    /// then recorded and the model is asked again.
     pub(super) fn run(&mut self, script: &Script) -> Result<(), End> {
         let mut responses = script.responses().into_iter();
         loop {
@@ -58,7 +59,11 @@ impl<'a> Ctx<'a> {
                     // starts the next request afresh (core `run_sampling_request`).
                     self.retries = 0;
                     self.end_response();
-                    if !follow_up {
+                    // Input steered in while the response streamed in full flow: recorded
+                    // after the response's account, then the model is asked again with it
+                    // (codex: `needs_follow_up |= has_pending_input` at `response.completed`).
+                    let steered = self.take_steers();
+                    if !follow_up && !steered {
                         // An interrupt that came while the last response was finishing still
                         // aborts the turn: codex's task runs until its loop returns (its usage
                         // reported, then the turn interrupted with no items; fidelity
@@ -108,7 +113,10 @@ impl<'a> Ctx<'a> {
             return self.retry_stream(&message);
         }
         if info == "contextWindowExceeded" {
+            // The full window's token count is a rollout line of its own (turn scenarios 179,
+            // 179b: the failed turn's timeline position one past a plain failure's).
             self.context_full();
+            self.rollout.add(1);
             self.rate_limits();
         }
         self.fail(message, info)

@@ -75,10 +75,7 @@ pub fn breakdown(input: i64, cached: i64, output: i64, reasoning: i64) -> Value 
 /// The context window the real server reports for a thread: its model's, from the version's
 /// catalog and the configuration.
 pub fn context_window(conn: &Conn, thread_id: &str) -> i64 {
-    let data = conn.fake.store.load();
-    let model = data["threads"][thread_id]["model"]
-        .as_str()
-        .map_or_else(|| conn.fake.config().model.clone(), str::to_string);
+    let model = conn.fake.thread_model(thread_id);
     conn.fake
         .catalog
         .context_window(&model, &conn.fake.config())

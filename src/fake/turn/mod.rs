@@ -27,7 +27,7 @@ mod stream;
 mod tools;
 
 use ctl::End;
-pub use ctl::{entries_pending, running, stale_turns, wait_entries, TurnCtl};
+pub use ctl::{entries_pending, running, stale_turns, steer_arriving, wait_entries, TurnCtl};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
@@ -193,6 +193,7 @@ fn register(thread_id: &str) -> (Arc<TurnCtl>, i64) {
         root: Mutex::new(None),
         queued: AtomicBool::new(false),
         entering: AtomicBool::new(false),
+        steering: Default::default(),
     });
     running().insert(thread_id.to_string(), ctl.clone());
     (ctl, now_secs())
@@ -294,9 +295,7 @@ fn play(
         // A goal's turn on a model without metadata says so first, as a client's `turn/start`
         // does (fidelity session s5150001_0024 on 0.171.0: before each goal turn's status).
         if goal {
-            let model = thread["model"]
-                .as_str()
-                .map_or_else(|| conn.fake.config().model.clone(), str::to_string);
+            let model = conn.fake.model_of(&thread);
             if let Some(message) = conn.fake.catalog.unknown_model_warning(&model) {
                 conn.notify(
                     "warning",

@@ -213,9 +213,7 @@ pub(super) fn play(
     // metadata says so (fidelity s16160001_0014: before entering review mode, and before the
     // child turn starts).
     let thread = conn.fake.store.load()["threads"][&thread_id].clone();
-    let model = thread["model"]
-        .as_str()
-        .map_or_else(|| conn.fake.config().model.clone(), str::to_string);
+    let model = conn.fake.model_of(&thread);
     let warning = conn.fake.catalog.unknown_model_warning(&model);
     let warn = || {
         if let Some(message) = &warning {

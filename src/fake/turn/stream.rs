@@ -83,9 +83,9 @@ impl Ctx<'_> {
                     // that item arrives first, and the response's usage is never counted (seen
                     // on 0.171.0, real against real).
                     if follow_up {
-                        self.check()?;
+                        self.check_interrupt(true)?;
                     } else {
-                        self.wait(TOOL_DISPATCH)?;
+                        self.hold(TOOL_DISPATCH, true)?;
                     }
                     self.usage = response.usage;
                     let follow_up = follow_up || response.end_turn == Some(false);
@@ -112,8 +112,9 @@ impl Ctx<'_> {
                 }
                 Event::Done { item } if item.is_tool_call() => {
                     // codex dispatches a tool call after the stream's item arrives: an interrupt
-                    // the client sent meanwhile ends the turn first (seen on 0.171.0).
-                    self.wait(TOOL_DISPATCH)?;
+                    // the client sent meanwhile ends the turn first (seen on 0.171.0); a steer
+                    // does not stop it (fidelity s31310001_0034: the tool ran).
+                    self.hold(TOOL_DISPATCH, true)?;
                     active = None;
                     // codex goes on reading the stream while the tool runs: the response's end
                     // that follows at once is read (its usage kept) before the tool is done.
@@ -124,7 +125,11 @@ impl Ctx<'_> {
                     follow_up = true;
                 }
                 ev => {
-                    self.check()?;
+                    // An interrupt lands between events; a steer only where the stream pauses
+                    // (fidelity s31310001_0010, 0034, turn scenario 178: a steer on a delta of
+                    // a message streamed in full flow leaves the response whole, its usage
+                    // counted; `21b`: one in a pause abandons it).
+                    self.check_interrupt(true)?;
                     self.stream_event(ev, &mut active);
                 }
             }
@@ -229,6 +234,7 @@ impl Ctx<'_> {
             Event::Done {
                 item: Item::Message { id, content, phase },
             } => {
+                self.await_steers();
                 let text = Item::message_text(&content);
                 let phase = json!(phase);
                 match active.take() {

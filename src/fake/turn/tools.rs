@@ -830,10 +830,7 @@ impl<'a> Ctx<'a> {
     /// Whether the thread's model has codex's freeform `apply_patch` tool (its catalog entry
     /// says so).
     pub(super) fn has_patch_tool(&self) -> bool {
-        let data = self.conn.fake.store.load();
-        let model = data["threads"][&self.ctl.thread_id]["model"]
-            .as_str()
-            .map_or_else(|| self.conn.fake.config().model.clone(), str::to_string);
+        let model = self.conn.fake.thread_model(&self.ctl.thread_id);
         self.conn
             .fake
             .catalog
