@@ -52,6 +52,9 @@ pub(super) struct Ctx<'a> {
     pub(super) plan_mode: bool,
     /// A server request the turn ended on unanswered: resolved after `turn/completed`.
     pub(super) pending_resolved: Option<i64>,
+    /// The model requests are a review's child conversation's: its token counts and rate
+    /// limits reach no client (turn scenario 180: a usage limit reported by the error alone).
+    pub(super) review_child: bool,
 }
 
 /// The stream error the real server reports for a `response.failed` with this code.
@@ -112,6 +115,7 @@ impl<'a> Ctx<'a> {
             item_ordinals: Vec::new(),
             plan_mode: false,
             pending_resolved: None,
+            review_child: false,
         }
     }
 
@@ -528,6 +532,7 @@ impl<'a> Ctx<'a> {
             return Ok(());
         }
         match f.before {
+            _ if self.review_child => {}
             provider::Before::FullContext => self.context_full(),
             // codex's `update_rate_limits` sends a token count: the thread's usage so far
             // (when it has any), then the rate limits.

@@ -6,7 +6,7 @@
 //! `exitedReviewMode` item and a final agent message (app-server `render_review_output_text`).
 //! Shown on 0.163.0, 0.169.0 and 0.171.0 by turn scenario `115_review_inline`.
 
-use super::ctl::{running, stale_turns, TurnCtl};
+use super::ctl::{running, stale_turns, End, TurnCtl};
 use super::ctx::Ctx;
 use super::items::{agent_message, save_turn, turn_obj};
 use super::rollout::Rollout;
@@ -141,7 +141,10 @@ fn show(ctx: &Ctx, item: Value) -> Value {
 /// response that called a tool is followed by another request (the turn's next scripted
 /// response, past the script the default answer; the tool's own items are not forwarded:
 /// turn scenario 143 on every version); the last message of the last response is the review.
-fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
+/// A provider's HTTP error is the child's as a turn's (resent or retried as codex does); one
+/// that fails it is the review's failure: `Err` with the turn's error (the thread's status and
+/// the `error` notification already sent: fidelity s31310001_0576, turn scenario 180).
+fn child_stream(ctx: &mut Ctx, script: &Script) -> Result<Option<String>, Value> {
     let mut responses = script.responses().into_iter();
     let mut last = None;
     loop {
@@ -151,8 +154,17 @@ fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
             .next()
             .unwrap_or_else(|| Script::default_turn().responses().remove(0));
         let steps: Vec<_> = parsed.into_iter().filter_map(Result::ok).collect();
-        let Reply::Stream(outs) = script::reply(ctx.resp, &steps) else {
-            return last;
+        let outs = match script::reply(ctx.resp, &steps) {
+            Reply::Stream(outs) => outs,
+            Reply::Http {
+                status,
+                body,
+                headers,
+            } => match ctx.http_error(status, &body, &headers) {
+                Ok(()) => continue,
+                Err(End::Failed(error)) => return Err(error),
+                Err(_) => return Ok(last),
+            },
         };
         last = None;
         for o in &outs {
@@ -174,7 +186,7 @@ fn child_stream(ctx: &mut Ctx, script: &Script) -> Option<String> {
             }
         }
         if !steps.iter().any(|s| s.is_tool()) {
-            return last;
+            return Ok(last);
         }
     }
 }
@@ -207,6 +219,7 @@ pub(super) fn play(
     let parent = ctl.turn_id();
     let started = now_secs();
     let mut ctx = Ctx::new(conn, ctl, &parent);
+    ctx.review_child = true;
     // The parent turn writes no start of its own: its items' events, the child's turn start
     // and user message, the review's user and assistant messages, its end (0.171.0's rollout).
     // The review's turn context, then the child conversation's, each on a model without
@@ -265,6 +278,12 @@ pub(super) fn play(
     warn();
     let child = uuid::Uuid::now_v7().to_string();
     let child_started = now_secs();
+    // The thread is out of an earlier turn's error once this one runs (turn scenario 180).
+    conn.fake.store.update(|d| {
+        if let Some(t) = d["threads"][&thread_id].as_object_mut() {
+            t.remove("systemError");
+        }
+    });
     ctx.status(json!({"type": "active", "activeFlags": []}));
     conn.notify(
         "turn/started",
@@ -280,7 +299,10 @@ pub(super) fn play(
     );
     let prompt_at = rollout.add(1);
     let script = next_script(conn);
-    let text = child_stream(&mut ctx, &script).unwrap_or_default();
+    let (text, failed) = match child_stream(&mut ctx, &script) {
+        Ok(text) => (text.unwrap_or_default(), None),
+        Err(error) => (String::new(), Some(error)),
+    };
     let review = render(&text);
     std::thread::sleep(EXIT);
     rollout.add(1);
@@ -290,11 +312,16 @@ pub(super) fn play(
                "review": review}),
     );
     let exited_at = rollout.add(1);
+    // A failed review tells the client it was interrupted (its thread stays in error).
     let answer = show(
         &ctx,
         agent_message(
             &format!("msg_{}", uuid::Uuid::now_v7()),
-            &review,
+            if failed.is_some() {
+                INTERRUPTED
+            } else {
+                &review
+            },
             &Value::Null,
         ),
     );
@@ -305,21 +332,26 @@ pub(super) fn play(
     rollout.turn = end;
     std::thread::sleep(END);
     ctx.read_state();
-    ctx.status(json!({"type": "idle"}));
+    if failed.is_none() {
+        ctx.status(json!({"type": "idle"}));
+    }
     // The child turn never completes in the parent's history (its end is not forwarded).
     let child_turn = json!({"id": child, "reviewRoot": parent, "items": [prompt],
                             "status": "interrupted", "error": null, "startedAt": child_started,
                             "completedAt": null, "durationMs": null,
                             "rolloutOrdinal": child_at, "itemOrdinals": [prompt_at]});
     save_turn(conn, &thread_id, &child_turn, rollout);
-    let turn = turn_obj(
-        &parent,
-        &parent,
-        "completed",
-        Some(started),
-        None,
-        std::slice::from_ref(&answer),
-    );
+    let turn = match &failed {
+        None => turn_obj(
+            &parent,
+            &parent,
+            "completed",
+            Some(started),
+            None,
+            std::slice::from_ref(&answer),
+        ),
+        Some(error) => turn_obj(&parent, &parent, "failed", Some(started), Some(error), &[]),
+    };
     stale_turns().insert(thread_id.clone(), child);
     let items = [
         (entered, entered_at),
