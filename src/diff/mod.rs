@@ -153,7 +153,7 @@ impl Masker {
             rest = &rest[i + 36..];
         }
         masked.push_str(rest);
-        mask_port(&mask_rollout_stamp(&mask_keyset_time(&masked)))
+        mask_temp_name(&mask_port(&mask_rollout_stamp(&mask_keyset_time(&masked))))
     }
 
     fn value(&mut self, key: Option<&str>, v: &Value) -> Value {
@@ -309,6 +309,37 @@ fn mask_keyset_time(s: &str) -> String {
         [t, b] if is_iso_time(t) && uuid(b) => format!("<iso-time>|{b}"),
         _ => s.to_string(),
     }
+}
+
+/// `/dir/.tmpjQP8OD"` → `/dir/.tmp<random>"`: the name of a temporary file the real server
+/// creates (Rust's `tempfile`: `.tmp` and six random letters or digits) before it moves the
+/// file in place, which a `feedback/save` that cannot write names (fidelity s31310001_0143:
+/// two real runs part there only). Only a whole path component is masked.
+fn mask_temp_name(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("/.tmp") {
+        let name = &rest[i + "/.tmp".len()..];
+        let random = name
+            .bytes()
+            .take(6)
+            .filter(u8::is_ascii_alphanumeric)
+            .count()
+            == 6;
+        let ends = name
+            .as_bytes()
+            .get(6)
+            .is_none_or(|b| !b.is_ascii_alphanumeric() && *b != b'.' && *b != b'_');
+        out.push_str(&rest[..i + "/.tmp".len()]);
+        if random && name.len() >= 6 && ends {
+            out.push_str("<random>");
+            rest = &name[6..];
+        } else {
+            rest = name;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `sessions/2026/11/30/rollout-2026-11-30T20-31-07-` → `sessions/<date>/rollout-<stamp>-`: the
@@ -537,6 +568,29 @@ mod tests {
     }
 
     use super::*;
+
+    /// A temporary file's random name is masked; a name of another length, other letters, or
+    /// text around it are not.
+    #[test]
+    fn temp_file_names_mask_their_random_part_only() {
+        let a = mask_temp_name(r#"denied at path "/proc/x/.tmpjQP8OD""#);
+        assert_eq!(a, r#"denied at path "/proc/x/.tmp<random>""#);
+        assert_eq!(a, mask_temp_name(r#"denied at path "/proc/x/.tmpcyPID1""#));
+        assert_ne!(a, mask_temp_name(r#"denied at path "/proc/y/.tmpjQP8OD""#));
+        assert_ne!(a, mask_temp_name(r#"missing at path "/proc/x/.tmpjQP8OD""#));
+        for other in [
+            "/a/.tmpjQP8O",
+            "/a/.tmpjQP8ODx",
+            "/a/.tmpjQ-8OD",
+            "/a/.tmpjQP8OD.zip",
+        ] {
+            assert_eq!(mask_temp_name(other), other, "{other}");
+        }
+        assert_eq!(
+            mask_temp_name("/a/.tmpAAAAAA/b/.tmpBBBBBB"),
+            "/a/.tmp<random>/b/.tmp<random>"
+        );
+    }
 
     /// A thread list's next cursor: its clock reading is masked; its id, its shape and a
     /// reading that is not an ISO time are not.

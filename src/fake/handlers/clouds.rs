@@ -274,6 +274,30 @@ impl H<'_> {
         if let Some(t) = &save.thread_id {
             check_uuid(t, "thread")?;
         }
+        // codex writes the bundle to a temporary file beside the path first (Rust's
+        // `tempfile`): a directory it cannot create one in fails the save with that file's
+        // name (fidelity s31310001_0143).
+        let path = std::path::Path::new(&save.save_path);
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let name: String = uuid::Uuid::new_v4().simple().to_string()[..6].into();
+        let temp = dir.join(format!(".tmp{name}"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&temp);
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{INTERNAL_PREFIX}failed to save feedback: {e} at path {temp:?}"
+                ))
+            }
+        }
         let thread = save
             .thread_id
             .unwrap_or_else(|| format!("no-active-thread-{}", uuid::Uuid::now_v7()));
