@@ -131,9 +131,16 @@ impl H<'_> {
                     .as_object_mut()
                     .and_then(|t| t.remove("resumeSettingsWritten"))
                     .is_some();
-                let permissions = ["approvalPolicy", "sandboxPolicy", "activePermissionProfile"]
-                    .iter()
-                    .any(|k| settings[*k] != before[*k]);
+                // The approvals reviewer is part of the permissions' instructions (fidelity
+                // s31310001_0084: a second turn's `guardian_subagent`, two entries more).
+                let permissions = [
+                    "approvalPolicy",
+                    "sandboxPolicy",
+                    "activePermissionProfile",
+                    "approvalsReviewer",
+                ]
+                .iter()
+                .any(|k| settings[*k] != before[*k]);
                 // A model switch writes its message and the skills' instructions again; new
                 // collaboration-mode instructions write theirs unless the model switched too
                 // (turn scenario 111 on 0.171.0). Any of these adds the world state.
