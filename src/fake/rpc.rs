@@ -347,7 +347,12 @@ impl Conn {
         let at = now_ms();
         let msgs = notes
             .into_iter()
-            .filter(|(method, _)| !self.withheld(method))
+            .filter(|(method, params)| {
+                !self.withheld(method)
+                    && !params["threadId"]
+                        .as_str()
+                        .is_some_and(|t| self.unsubscribed_from(t, method))
+            })
             .map(|(method, params)| json!({"method": method, "params": params, "emittedAtMs": at}))
             .collect();
         self.send_together(msgs);
@@ -361,6 +366,18 @@ impl Conn {
                 json!({"threadId": thread_id, "message": message}),
             );
         }
+    }
+
+    /// Whether a notification `method` about `thread_id` skips this connection: it unsubscribed
+    /// from the thread (until a resume subscribes it again), and the thread's own events reach
+    /// subscribers only; its status (and its read state, on versions that say so) go to every
+    /// connection (turn scenario 183 on every version: a turn started after the unsubscribe
+    /// shows the client those alone, its settings update nothing).
+    pub fn unsubscribed_from(&self, thread_id: &str, method: &str) -> bool {
+        let everyone = method == "thread/status/changed"
+            || (method == "thread/readState/changed"
+                && !self.fake.turn_facts.read_state_to_subscribers);
+        !everyone && lock(&self.unsubscribed).contains(thread_id)
     }
 
     /// Notifications this connection does not get: the experimental ones without the

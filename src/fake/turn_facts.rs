@@ -84,6 +84,9 @@ pub struct TurnFacts {
     /// An HTTP 400 whose body's code is `context_length_exceeded` is a plain 400 (its body the
     /// message, `other`; the window not marked full: turn scenario `179c`).
     pub http_context_length_unrecognized: bool,
+    /// `thread/readState/changed` reaches only the thread's subscribers (else every
+    /// connection, as its status does: turn scenario `183`).
+    pub read_state_to_subscribers: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -131,6 +131,8 @@ impl H<'_> {
         if !crate::fake::threads::has_rollout(&info) && path.is_none() {
             return Err(format!("no rollout found for thread id {thread_id}"));
         }
+        // A resume subscribes the connection again (turn scenario 183).
+        lock(&self.unsubscribed).remove(&thread_id);
         let with_turns = params["excludeTurns"].as_bool() != Some(true);
         // Stored without a rollout: its paged history cannot be resolved, and a full
         // hydration writes the rollout (0.171.0: 120g, 120h).

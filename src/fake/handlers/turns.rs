@@ -115,6 +115,28 @@ impl H<'_> {
                 }
             }
             let settings = self.thread_settings(&next);
+            // The settings the thread's last turn wrote to its context: a `thread/settings/
+            // update` since changed the thread but not them, and the next turn writes what
+            // differs from them (turn scenario 184: an update of the approval policy, then a
+            // turn, wrote the permissions' instructions and the world state).
+            let written = info
+                .get(WRITTEN_SETTINGS)
+                .cloned()
+                .unwrap_or_else(|| before.clone());
+            if let Some(t) = next.as_object_mut() {
+                t.remove(WRITTEN_SETTINGS);
+            }
+            let updates = next
+                .as_object_mut()
+                .and_then(|t| t.remove(SETTINGS_UPDATES))
+                .and_then(|n| n.as_u64())
+                .unwrap_or(0);
+            if !turn && crate::fake::threads::has_rollout(&info) {
+                // codex persists every update, changed or not (one rollout entry each: `184`).
+                next[WRITTEN_SETTINGS] = written.clone();
+                next[SETTINGS_UPDATES] = json!(updates + 1);
+            }
+            let before_turn = &written;
             if turn {
                 // A turn that carries settings has codex write them to the rollout before it
                 // starts (every time, changed or not), and a change of permissions adds their
@@ -140,15 +162,15 @@ impl H<'_> {
                     "approvalsReviewer",
                 ]
                 .iter()
-                .any(|k| settings[*k] != before[*k]);
+                .any(|k| settings[*k] != before_turn[*k]);
                 // A model switch writes its message and the skills' instructions again; new
                 // collaboration-mode instructions write theirs unless the model switched too
                 // (turn scenario 111 on 0.171.0). Any of these adds the world state.
-                let switched = settings["model"] != before["model"];
+                let switched = settings["model"] != before_turn["model"];
                 let mode_text = |s: &Value| {
                     s["collaborationMode"]["settings"]["developer_instructions"].clone()
                 };
-                let instructions = !switched && mode_text(&settings) != mode_text(&before);
+                let instructions = !switched && mode_text(&settings) != mode_text(before_turn);
                 // A new cwd or new roots since the last turn's context write the environment
                 // context again (fidelity s28280001_0673 on 0.171.0: a goal's turn, then a turn
                 // in `./sub`; s28280001_0964: a resume that set the roots, then a turn).
@@ -160,7 +182,8 @@ impl H<'_> {
                     + u64::from(instructions)
                     + u64::from(moved);
                 let after = if messages > 0 { messages + 1 } else { 0 };
-                next["rolloutPending"] = json!({"before": u64::from(carries) + u64::from(resumed),
+                next["rolloutPending"] = json!({"before": u64::from(carries) + u64::from(resumed)
+                                                    + updates,
                                                 "after": after});
             }
             d["threads"][thread_id] = next.clone();
@@ -375,6 +398,13 @@ fn check_input(input: &Value) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The thread's settings as its last turn wrote them, kept while `thread/settings/update`s
+/// have changed the thread since (see `apply_settings`).
+const WRITTEN_SETTINGS: &str = "writtenSettings";
+/// How many `thread/settings/update`s the thread took since its last turn: each a rollout
+/// entry before the next turn's start.
+const SETTINGS_UPDATES: &str = "settingsUpdates";
 
 /// How long a thread with a rollout takes to apply a `thread/settings/update` and announce it
 /// (see `thread_settings_update`): past the real server's median (1.9 ms) and inside its range,

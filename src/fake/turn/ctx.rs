@@ -181,6 +181,13 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn rate_limits(&self) {
+        // The turn's own event: not for a connection off the thread (see `unsubscribed_from`).
+        if self
+            .conn
+            .unsubscribed_from(&self.ctl.thread_id, "account/rateLimits/updated")
+        {
+            return;
+        }
         self.conn.notify(
             "account/rateLimits/updated",
             json!({"rateLimits": {"limitId": "codex", "limitName": null, "normalModelSlug": null,
