@@ -8,7 +8,8 @@
 //! client sees is how a program that cannot start fails: inside codex's sandbox helper the exec
 //! fails after the spawn, and the helper's panic is the command's stderr with exit code 101;
 //! without it the spawn fails, an internal error (each probed on 0.163.0, 0.169.0, 0.171.0).
-//! Streaming and PTY runs (`tty`, `streamStdin`, `streamStdoutStderr`) are not modeled.
+//! Streaming and PTY runs (`tty`, `streamStdin`, `streamStdoutStderr`) are not modeled, but for
+//! a program that is not there when only stdin streams (it fails as an unstreamed run does).
 
 use super::view::H;
 use crate::fake::rpc::INTERNAL_PREFIX;
@@ -95,13 +96,19 @@ impl H<'_> {
                 "command/exec tty or streaming requires a client-supplied processId".into(),
             );
         }
-        if streams {
+        let argv = super::view::strs(&p["command"]);
+        // A run that streams only its stdin and whose program is a path that is not there
+        // fails before anything streams, as an unstreamed one does (fidelity s31310001_0231 on
+        // 0.169.0: the sandbox helper's panic in the result); other streaming is not modeled.
+        let unspawnable = argv
+            .first()
+            .is_some_and(|prog| prog.contains('/') && !std::path::Path::new(prog).exists());
+        if streams && !(unspawnable && !on("tty") && !on("streamStdoutStderr")) {
             return self.not_modeled("command/exec");
         }
         let Some(sandboxed) = sandboxed else {
             return self.not_modeled("command/exec");
         };
-        let argv = super::view::strs(&p["command"]);
         let Some((program, args)) = argv.split_first() else {
             return Err("command must not be empty".into());
         };
