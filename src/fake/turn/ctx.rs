@@ -282,6 +282,10 @@ impl<'a> Ctx<'a> {
     /// Stores the turn as far as it has gone: what the real server's rollout holds should the
     /// process die now (a resumed thread then shows it `interrupted`).
     pub(super) fn checkpoint(&self) {
+        // A review's child items belong to the child turn, which the review stores itself.
+        if self.review_child {
+            return;
+        }
         let turn = json!({"id": self.turn_id, "status": "inProgress", "items": self.items,
                           "error": null, "startedAt": self.started_ms / 1000,
                           "completedAt": now_secs(), "durationMs": now_ms() - self.started_ms,

@@ -139,8 +139,9 @@ fn show(ctx: &Ctx, item: Value) -> Value {
 
 /// The child's model requests: each agent message's start is forwarded, its text kept. A
 /// response that called a tool is followed by another request (the turn's next scripted
-/// response, past the script the default answer; the tool's own items are not forwarded:
-/// turn scenario 143 on every version); the last message of the last response is the review.
+/// response, past the script the default answer; a shell command runs, its item shown unless
+/// codex's reviewer refuses it: turn scenarios 143, 186 on every version); the last message of
+/// the last response is the review.
 /// A provider's HTTP error is the child's as a turn's (resent or retried as codex does); one
 /// that fails it is the review's failure: `Err` with the turn's error (the thread's status and
 /// the `error` notification already sent: fidelity s31310001_0576, turn scenario 180).
@@ -171,7 +172,7 @@ fn child_stream(ctx: &mut Ctx, script: &Script) -> Result<Option<String>, Value>
             match o {
                 Out::Delay(ms) => std::thread::sleep(Duration::from_millis(*ms)),
                 Out::Local(_) => {}
-                Out::Event(e, _) => match Event::read(e) {
+                Out::Event(e, origin) => match Event::read(e) {
                     Event::Added {
                         item: Item::Message { id, phase, .. },
                     } => {
@@ -181,6 +182,18 @@ fn child_stream(ctx: &mut Ctx, script: &Script) -> Result<Option<String>, Value>
                         item: Item::Message { content, .. },
                     } => last = Some(Item::message_text(&content)),
                     Event::Completed { .. } => break,
+                    // A shell command runs as in any turn, under the reviewer's `never`
+                    // approval policy: one that needs no approval shows its item, an escalation
+                    // is refused unseen (turn scenarios 186, 143 on every version).
+                    Event::Done {
+                        item: item @ Item::FunctionCall { .. },
+                    } if matches!(&item, Item::FunctionCall { name, .. } if name == "exec_command") =>
+                    {
+                        let step = origin.and_then(|i| steps.get(i));
+                        if ctx.tool_call(item, step).is_err() {
+                            return Ok(last);
+                        }
+                    }
                     _ => {}
                 },
             }
@@ -299,11 +312,18 @@ pub(super) fn play(
     );
     let prompt_at = rollout.add(1);
     let script = next_script(conn);
+    // The child's items follow its user message.
+    let offset = rollout.ordinal;
     let (text, failed) = match child_stream(&mut ctx, &script) {
         Ok(text) => (text.unwrap_or_default(), None),
         Err(error) => (String::new(), Some(error)),
     };
     let review = render(&text);
+    let child_items = std::mem::take(&mut ctx.items);
+    let child_ordinals: Vec<u64> = (1..=child_items.len() as u64).map(|k| offset + k).collect();
+    // The child conversation's tools write its own rollout, not the thread's (turn scenario
+    // 186: the thread's cursors as without them); its items are the thread's events.
+    rollout.add(child_ordinals.len() as u64);
     std::thread::sleep(EXIT);
     rollout.add(1);
     let exited = show(
@@ -336,10 +356,14 @@ pub(super) fn play(
         ctx.status(json!({"type": "idle"}));
     }
     // The child turn never completes in the parent's history (its end is not forwarded).
-    let child_turn = json!({"id": child, "reviewRoot": parent, "items": [prompt],
+    let mut items = vec![prompt];
+    items.extend(child_items);
+    let mut ordinals = vec![prompt_at];
+    ordinals.extend(child_ordinals);
+    let child_turn = json!({"id": child, "reviewRoot": parent, "items": items,
                             "status": "interrupted", "error": null, "startedAt": child_started,
                             "completedAt": null, "durationMs": null,
-                            "rolloutOrdinal": child_at, "itemOrdinals": [prompt_at]});
+                            "rolloutOrdinal": child_at, "itemOrdinals": ordinals});
     save_turn(conn, &thread_id, &child_turn, rollout);
     let turn = match &failed {
         None => turn_obj(

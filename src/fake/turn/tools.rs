@@ -260,6 +260,10 @@ impl<'a> Ctx<'a> {
 
     /// The thread's approval policy as set (a string, or a granular object).
     pub(super) fn approval_policy_value(&self) -> Value {
+        // codex's reviewer asks no one.
+        if self.review_child {
+            return json!("never");
+        }
         let data = self.conn.fake.store.load();
         match &data["threads"][&self.ctl.thread_id]["approvalPolicy"] {
             Value::Null => json!(self.conn.fake.config().approval_policy),
