@@ -369,15 +369,25 @@ impl Conn {
     }
 
     /// Whether a notification `method` about `thread_id` skips this connection: it unsubscribed
-    /// from the thread (until a resume subscribes it again), and the thread's own events reach
-    /// subscribers only; its status (and its read state, on versions that say so) go to every
-    /// connection (turn scenario 183 on every version: a turn started after the unsubscribe
-    /// shows the client those alone, its settings update nothing).
+    /// from the thread (until a resume subscribes it again), and the events of the thread's
+    /// turns and settings reach subscribers only (and its read state, on versions that say
+    /// so); its status, deletion and the like go to every connection (turn scenario 183 on
+    /// every version: a turn started after the unsubscribe shows the client its status alone,
+    /// its settings update nothing; `36`: its deletion is heard).
     pub fn unsubscribed_from(&self, thread_id: &str, method: &str) -> bool {
-        let everyone = method == "thread/status/changed"
+        let scoped = method.starts_with("turn/")
+            || method.starts_with("item/")
+            || matches!(
+                method,
+                "thread/tokenUsage/updated"
+                    | "account/rateLimits/updated"
+                    | "thread/settings/updated"
+                    | "serverRequest/resolved"
+                    | "error"
+            )
             || (method == "thread/readState/changed"
-                && !self.fake.turn_facts.read_state_to_subscribers);
-        !everyone && lock(&self.unsubscribed).contains(thread_id)
+                && self.fake.turn_facts.read_state_to_subscribers);
+        scoped && lock(&self.unsubscribed).contains(thread_id)
     }
 
     /// Notifications this connection does not get: the experimental ones without the
