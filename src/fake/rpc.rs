@@ -519,14 +519,6 @@ impl Conn {
         let verdict = lock(&self.session).feed(line);
         let text = String::from_utf8_lossy(line);
         let msg = serde_json::from_str::<Value>(text.trim_end_matches('\r')).ok();
-        // A steer counts from its reading to its answer (the end of this call): codex's steer
-        // holds the turn's state while the message being streamed waits to complete.
-        let _steer = match (&msg, verdict.method.as_deref()) {
-            (Some(m), Some("turn/steer")) => m["params"]["threadId"]
-                .as_str()
-                .and_then(super::turn::steer_arriving),
-            _ => None,
-        };
         let mut entry = Entry::new("in", None);
         match &msg {
             Some(m) if verdict.kind != Kind::Unparsed => entry.msg = Some(m),

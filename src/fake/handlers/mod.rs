@@ -472,6 +472,12 @@ impl H<'_> {
     }
 
     pub(super) fn dispatch(&self, id: &Value, method: &str, params: &Value) {
+        // A steer counts from here to its answer (the end of this call): codex's steer holds
+        // the turn's state while the message being streamed waits to complete.
+        let _steer = (method == "turn/steer")
+            .then(|| params["threadId"].as_str())
+            .flatten()
+            .and_then(crate::fake::turn::steer_arriving);
         // A request sent while a review enters review mode is answered after the entry
         // (`turn::wait_entries`).
         if method != "turn/interrupt" && crate::fake::turn::entries_pending() {
