@@ -207,6 +207,13 @@ impl H<'_> {
                 "command/exec timeoutMs must be non-negative, got {t}"
             )));
         }
+        // After the cap and timeout checks, before a streaming run's process id is required
+        // (fidelity s32320001_0446; scenario 190).
+        if set("size") && !sized(p) {
+            return Err(invalid(
+                "command/exec size rows and cols must be greater than 0",
+            ));
+        }
         Ok(())
     }
 
@@ -911,6 +918,10 @@ impl H<'_> {
         if info["ephemeral"] == true {
             return Err("ephemeral threads do not support thread/revert".into());
         }
+        // Before the turn is looked for (fidelity s32320001_0172; turn scenario 187).
+        if info["historyMode"] == "legacy" {
+            return Err("thread/revert only supports paginated threads".into());
+        }
         let turns = info["turns"]
             .as_array()
             .map(Vec::as_slice)
@@ -1465,10 +1476,16 @@ impl H<'_> {
             {
                 "originCallId requires threadId".into()
             }
+            // codex checks a target only when no origin call is named; a link id must be
+            // null or real (codex-rs/app-server `read_mcp_resource`; scenario 192).
             "mcpServer/resource/read"
                 if !p["target"].is_null()
+                    && p["originCallId"].is_null()
                     && (s(p, "server") != "codex_apps"
-                        || s(&p["target"], "connectorId").is_empty()
+                        || s(&p["target"], "connectorId").trim().is_empty()
+                        || p["target"]["linkId"].as_str().is_some_and(|l| {
+                            l.trim().is_empty() || l.starts_with("synthetic_link::")
+                        })
                         || (!p["environmentId"].is_null()
                             && !self.fake.turn_facts.mcp_target_any_scope)) =>
             {
@@ -1478,6 +1495,16 @@ impl H<'_> {
                     "target requires unscoped codex_apps, a connectorId, and a real linkId or null"
                         .into()
                 }
+            }
+            // An origin on the apps server is looked up among the thread's finished MCP
+            // calls; the fake's threads make none (scenario 192).
+            "mcpServer/resource/read"
+                if !p["originCallId"].is_null() && s(p, "server") == "codex_apps" =>
+            {
+                format!(
+                    "{}originating MCP tool call was not found or did not complete successfully",
+                    crate::fake::rpc::INTERNAL_PREFIX
+                )
             }
             // An environment is named with the server (fidelity s7070001_0033).
             "mcpServer/resource/read" | "mcpServer/tool/call" => {

@@ -392,6 +392,11 @@ impl H<'_> {
                 "attachToSource cannot be combined with ephemeral or deferGoalContinuation".into(),
             );
         }
+        // Before the hydration notice, as a resume checks it before the id (fidelity
+        // s32320001_0095: refused, nothing said).
+        if !params["permissions"].is_null() && !params["sandbox"].is_null() {
+            return Err("`permissions` cannot be combined with `sandbox`".into());
+        }
         self.refuse_archived(params)?;
         // A bad id is a bad "session id" here, as in `thread/resume`.
         let (source, info) =
@@ -651,6 +656,7 @@ impl H<'_> {
         let (thread_id, info) =
             self.fake
                 .stored(params, "thread", "no rollout found for thread id ")?;
+        self.settings_applied(&thread_id);
         if lock(&self.fake.loaded).remove(&thread_id) {
             self.notify(
                 "thread/status/changed",

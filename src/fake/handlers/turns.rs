@@ -55,17 +55,24 @@ impl H<'_> {
         let conn = Arc::clone(self.c);
         std::thread::spawn(move || {
             std::thread::sleep(SETTINGS_APPLIED);
-            let h = H { c: &conn };
-            let Some(before) = lock(&h.fake.settings_unannounced).remove(&thread_id) else {
-                return;
-            };
-            let info = h.fake.store.load()["threads"][&thread_id].clone();
-            let now = h.thread_settings(&info);
-            if h.settings_shown(&thread_id, &now) != h.settings_shown(&thread_id, &before) {
-                h.announce_settings(&thread_id, &now);
-            }
+            H { c: &conn }.settings_applied(&thread_id);
         });
         Ok(())
+    }
+
+    /// The thread applies the updates it was sent and announces what it then holds, if that
+    /// differs from what it last announced; nothing when none is pending. A thread shutting down
+    /// (deleted) applies them first (fidelity s32320001_0463: the update announced before the
+    /// deletion's status, never after).
+    pub(super) fn settings_applied(&self, thread_id: &str) {
+        let Some(before) = lock(&self.fake.settings_unannounced).remove(thread_id) else {
+            return;
+        };
+        let info = self.fake.store.load()["threads"][thread_id].clone();
+        let now = self.thread_settings(&info);
+        if self.settings_shown(thread_id, &now) != self.settings_shown(thread_id, &before) {
+            self.announce_settings(thread_id, &now);
+        }
     }
 
     fn announce_settings(&self, thread_id: &str, settings: &Value) {

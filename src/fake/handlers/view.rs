@@ -47,8 +47,12 @@ impl H<'_> {
                 // The answer: the last message marked final, else the last that is not
                 // commentary (fidelity s6060001_0083, _0100 on 0.171.0).
                 let messages = || all.iter().rev().filter(|i| i["type"] == "agentMessage");
+                // A legacy thread's history, rebuilt from its rollout, answers with its last
+                // message whatever its phase (fidelity s32320001_0052; turn scenario 188).
+                let legacy =
+                    self.fake.store.load()["threads"][thread_id]["historyMode"] == "legacy";
                 let answer = messages()
-                    .find(|i| i["phase"] == "final_answer")
+                    .find(|i| legacy || i["phase"] == "final_answer")
                     .or_else(|| messages().find(|i| i["phase"] != "commentary"));
                 user.into_iter().chain(answer).cloned().collect()
             }
