@@ -370,13 +370,14 @@ impl Conn {
 
     /// Whether a notification `method` about `thread_id` skips this connection: it unsubscribed
     /// from the thread (until a resume subscribes it again), and the events of the thread's
-    /// turns and settings reach subscribers only (and its read state, on versions that say
+    /// turns, settings and realtime session reach subscribers only (and its read state, on versions that say
     /// so); its status, deletion and the like go to every connection (turn scenario 183 on
     /// every version: a turn started after the unsubscribe shows the client its status alone,
     /// its settings update nothing; `36`: its deletion is heard).
     pub fn unsubscribed_from(&self, thread_id: &str, method: &str) -> bool {
         let scoped = method.starts_with("turn/")
             || method.starts_with("item/")
+            || method.starts_with("thread/realtime/")
             || matches!(
                 method,
                 "thread/tokenUsage/updated"

@@ -66,8 +66,12 @@ pub(super) fn rehome(v: &mut Value, from: &str, to: &str) {
     }
 }
 
-/// How long after `thread/realtime/start`'s result its failure comes (the real median).
+/// How long after `thread/realtime/start`'s result its failure comes (the real median), on a
+/// thread nothing is stored of yet.
 const REALTIME_ERROR_US: u64 = 1_100;
+/// The same on a stored thread: 3.8–3.9 ms in turn scenario 193 on 0.171.0, where an
+/// unsubscribe sent at once after the result withholds it (fidelity s33330001_0016).
+const REALTIME_ERROR_STORED_US: u64 = 3_800;
 
 /// How long codex takes to fail a Windows sandbox setup off Windows (see
 /// `windows_sandbox_setup`).
@@ -282,7 +286,7 @@ impl H<'_> {
     /// ever started here): accepted, then the submission fails — the thread turns
     /// `systemError` and an `error` names the submission as its turn (seen on every version).
     pub(super) fn realtime_append_audio(&self, id: &Value, p: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.fake.loaded_thread(p)?;
+        let (thread_id, _) = self.realtime_thread(p)?;
         self.result(id, json!({}));
         let turn_id = uuid::Uuid::now_v7().to_string();
         submission_failed(
@@ -293,6 +297,15 @@ impl H<'_> {
             "badRequest",
         );
         Ok(())
+    }
+
+    /// The loaded thread a realtime method names; codex attaches the connection's listener to
+    /// it, so a connection that unsubscribed hears the thread again
+    /// (`prepare_realtime_conversation_thread`; turn scenario 193).
+    fn realtime_thread(&self, p: &Value) -> Result<(String, Value), String> {
+        let (thread_id, info) = self.fake.loaded_thread(p)?;
+        lock(&self.c.unsubscribed).remove(&thread_id);
+        Ok((thread_id, info))
     }
 
     /// `thread/realtime/start` on a loaded thread: answered, then the session fails without
@@ -310,7 +323,7 @@ impl H<'_> {
         if existing_call && !p["voice"].is_null() {
             return Err("existingCall transport does not support voice".into());
         }
-        let (thread_id, _) = self.fake.loaded_thread(p)?;
+        let (thread_id, info) = self.realtime_thread(p)?;
         // Accepted, then failed as codex builds the session's config, before it connects
         // (`build_realtime_session_config`): text output needs realtime v2, whatever the login
         // (the version asked for; else v1 on a call's transport, else the configured one, v2 by
@@ -356,9 +369,14 @@ impl H<'_> {
         // codex fails the session on a task of its own: the error came a median 1.1 ms after
         // the result (0.5–7 ms in the turn corpus's 33 recordings on three versions), after
         // the reply to a quick request sent meanwhile (fidelity s23230001_0265).
+        let delay = if crate::fake::threads::has_rollout(&info) {
+            REALTIME_ERROR_STORED_US
+        } else {
+            REALTIME_ERROR_US
+        };
         let conn = std::sync::Arc::clone(self.c);
         std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_micros(REALTIME_ERROR_US));
+            std::thread::sleep(std::time::Duration::from_micros(delay));
             conn.notify(
                 "thread/realtime/error",
                 json!({"threadId": thread_id, "message": message}),
@@ -370,7 +388,7 @@ impl H<'_> {
     /// `thread/realtime/stop` on a loaded thread: answered and closed as requested, whether a
     /// session ran or not (probed on 0.171.0).
     pub(super) fn realtime_stop(&self, id: &Value, p: &Value) -> Result<(), String> {
-        let (thread_id, _) = self.fake.loaded_thread(p)?;
+        let (thread_id, _) = self.realtime_thread(p)?;
         self.result(id, json!({}));
         self.notify(
             "thread/realtime/closed",
