@@ -151,6 +151,40 @@ fn a_search_session_s_end_moved_or_given_to_another_session_is_caught() {
 }
 
 #[test]
+fn a_queued_submission_s_answer_moved_past_its_turn_s_start_is_caught() {
+    let orig = lines("0.171.0", "194_queue_add_on_an_idle_thread");
+    let answer =
+        |l: &Value| l["dir"] == "out" && l["msg"]["result"]["queuedSubmission"].is_object();
+    // After the turn it started: beyond the adjacent swap with the queue's change.
+    let mut t = orig.clone();
+    let at = position(&t, answer);
+    let reply = t.remove(at);
+    let started = position(&t, |l| method_of(l) == "turn/started");
+    t.insert(started + 1, reply);
+    caught(
+        "a queue addition's answer after its turn's start",
+        &orig,
+        &t,
+    );
+    // Before the first change: only the second one races the answer.
+    let mut t = orig.clone();
+    let at = position(&t, answer);
+    let reply = t.remove(at);
+    let first = position(&t, |l| method_of(l) == "thread/queue/changed");
+    t.insert(first, reply);
+    caught(
+        "a queue addition's answer before the queue changed",
+        &orig,
+        &t,
+    );
+    // One change missing.
+    let mut t = orig.clone();
+    let at = position(&t, |l| method_of(l) == "thread/queue/changed");
+    t.remove(at);
+    caught("a missing queue change", &orig, &t);
+}
+
+#[test]
 fn a_wrong_exit_status_and_a_missing_exit_are_caught() {
     let orig = lines("0.171.0", "17_restart_resume");
     let mut t = orig.clone();

@@ -57,6 +57,13 @@ pub const TOLERANCES: &[Tolerance] = &[
         bound: "the two adjacent messages only, of the same session",
     },
     Tolerance {
+        name: "queue_taken",
+        what: "`thread/queue/add` on an idle thread: the request's handler answers while the \
+               thread's task takes the submission off the queue, so the answer comes before or \
+               after the queue's second `thread/queue/changed`",
+        bound: "the two adjacent messages only",
+    },
+    Tolerance {
         name: "status_repeat",
         what: "a thread's status change sent twice in a row with the same status (a deleted \
                thread is marked unloaded by the request and by its listener seeing it shut down)",
@@ -213,6 +220,22 @@ fn settle(t: &mut Vec<Entry>, rules: &Rules) {
             if done.is_some() && done == session(&t[i + 1], "fuzzyFileSearch/sessionUpdated") {
                 t.swap(i, i + 1);
             }
+        }
+    }
+    if rules.on("queue_taken") {
+        // One swap per answer: it never passes more than the one change.
+        let mut i = 0;
+        while i + 1 < t.len() {
+            let answer = &t[i];
+            if answer.dir == "out"
+                && method(answer).is_none()
+                && answer.msg["result"]["queuedSubmission"].is_object()
+                && method(&t[i + 1]) == Some("thread/queue/changed")
+            {
+                t.swap(i, i + 1);
+                i += 1;
+            }
+            i += 1;
         }
     }
     if rules.on("turn_result") {

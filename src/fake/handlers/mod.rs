@@ -326,8 +326,8 @@ const RULES: &[(&str, Handler)] = &[
     }),
     ("thread/realtime/start", |h, id, p| h.realtime_start(id, p)),
     ("thread/realtime/stop", |h, id, p| h.realtime_stop(id, p)),
-    ("thread/queue/update", |h, _, p| {
-        h.queue_update("thread/queue/update", p)
+    ("thread/queue/update", |h, id, p| {
+        h.queue_update(id, "thread/queue/update", p)
     }),
     ("thread/settings/update", |h, id, p| {
         h.settings_update(id, p)
@@ -419,8 +419,8 @@ const RULES: &[(&str, Handler)] = &[
     ("plugin/skill/read", |h, _, p| {
         h.share_by_id("plugin/skill/read", p)
     }),
-    ("thread/queue/add", |h, _, p| {
-        h.queue_update("thread/queue/add", p)
+    ("thread/queue/add", |h, id, p| {
+        h.queue_update(id, "thread/queue/add", p)
     }),
     ("modelProvider/config/write", |h, id, p| {
         h.provider_write(id, p)

@@ -955,9 +955,9 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "thread/queue/add",
         &[
-            ("clientUserMessageId", Unmodeled(NOT_KEPT)),
+            ("clientUserMessageId", Read),
             ("input", Read),
-            ("responsesapiClientMetadata", Unmodeled(NOT_KEPT)),
+            ("responsesapiClientMetadata", Read),
             ("threadId", Read),
         ],
     ),

@@ -397,15 +397,25 @@ impl H<'_> {
         Ok(())
     }
 
-    /// `thread/queue/update`: the thread read from its rollout, then the input checked; no
-    /// submission is ever queued here.
-    pub(super) fn queue_update(&self, method: &str, p: &Value) -> Result<(), String> {
-        self.queue_thread(p)?;
+    /// `thread/queue/add` and `thread/queue/update`: the thread read from its rollout, then the
+    /// input checked. An addition to a loaded idle thread runs at once (`turn::start_queued`;
+    /// fidelity s33330001_0144, turn scenario 194); one to a busy or unloaded thread is not
+    /// modeled, so no submission is ever left queued here.
+    pub(super) fn queue_update(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        // An addition's input is checked as a turn's first (remote images: scenario 194).
+        if method == "thread/queue/add" {
+            super::turns::check_input(&p["input"])?;
+        }
+        let thread_id = self.queue_thread(p)?;
         if p["input"].as_array().is_none_or(Vec::is_empty) {
             return Err("only user input can be added to the user-message queue".into());
         }
         if method == "thread/queue/add" {
-            return self.not_modeled(method);
+            if self.fake.loaded_thread(p).is_err() || turn::running().contains_key(&thread_id) {
+                return self.not_modeled(method);
+            }
+            turn::start_queued(self.c, id, &thread_id, p);
+            return Ok(());
         }
         Err(format!(
             "queued submission not found: {}",

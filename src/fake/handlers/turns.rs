@@ -396,7 +396,7 @@ impl H<'_> {
 
 /// What codex refuses in a turn's input before anything else (0.171.0): an image it would have
 /// to fetch.
-fn check_input(input: &Value) -> Result<(), String> {
+pub(super) fn check_input(input: &Value) -> Result<(), String> {
     let remote = input.as_array().into_iter().flatten().any(|i| {
         i["type"] == "image" && i["url"].as_str().is_some_and(|u| !u.starts_with("data:"))
     });

@@ -136,6 +136,50 @@ pub fn start_review(conn: &Arc<Conn>, id: &Value, thread_id: &str, req: ReviewRe
     drop(spawned);
 }
 
+/// How long `thread/queue/add` takes on an idle thread between queueing the input and taking it
+/// (2.1 ms between its two `thread/queue/changed`), and from its answer to the turn's start
+/// (5.3 ms): fidelity s33330001_0144 on 0.171.0.
+const QUEUE_TAKEN: Duration = Duration::from_micros(2_100);
+const QUEUE_START: Duration = Duration::from_micros(5_300);
+
+/// `thread/queue/add` on an idle thread: the input is queued and taken at once (the queue
+/// changes twice), answered with the submission, then run as a turn (its user message carries
+/// the client's id). The turn is active from the answer on: a steer meanwhile finds it.
+pub fn start_queued(conn: &Arc<Conn>, id: &Value, thread_id: &str, params: &Value) {
+    let input: Vec<Value> = params["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(items::user_content)
+        .collect();
+    let submission = json!({"id": uuid::Uuid::now_v7().to_string(), "input": input,
+        "clientUserMessageId": params["clientUserMessageId"],
+        "responsesapiClientMetadata": params["responsesapiClientMetadata"]});
+    let note = json!({"threadId": thread_id});
+    conn.notify("thread/queue/changed", note.clone());
+    let script = next_script(conn);
+    let (ctl, started) = register(thread_id);
+    let (conn, id, params) = (conn.clone(), id.clone(), params.clone());
+    let spawned = std::thread::Builder::new()
+        .name("fake-queued-turn".into())
+        .spawn(move || {
+            std::thread::sleep(QUEUE_TAKEN);
+            conn.notify("thread/queue/changed", note);
+            conn.send(json!({"id": id, "result": {"queuedSubmission": submission}}));
+            std::thread::sleep(QUEUE_START);
+            play(
+                &conn,
+                &ctl,
+                started,
+                Some(params),
+                Play::Script(script),
+                false,
+            );
+        });
+    // Out of threads: the turn cannot run (as `spawn`).
+    drop(spawned);
+}
+
 /// How long after its answer a user's shell command's turn starts (see `play`).
 const SHELL_START: Duration = Duration::from_millis(10);
 
