@@ -23,6 +23,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
+/// How long a search session without roots takes to be refused (see `search_session_start`).
+const EMPTY_SESSION_REFUSED: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// codex's `MATCH_LIMIT`.
 const MATCH_LIMIT: usize = 50;
 /// What a file's name matching the query adds (0.169.0 and later).
@@ -78,11 +81,20 @@ impl H<'_> {
         let session = p["sessionId"].as_str().unwrap_or_default().to_string();
         let roots = roots_of(p);
         if roots.is_empty() {
-            return Err(format!(
+            // Refused only after codex has set the session up: 5.6–15.3 ms after the request
+            // (turn scenario 42 on three versions, fidelity s33330001_0597 twice), after a
+            // settings announcement due meanwhile. Answered 5 ms on, below the least seen.
+            let message = format!(
                 "{}failed to start fuzzy file search session: at least one search directory is \
                  required",
                 crate::fake::rpc::INTERNAL_PREFIX
-            ));
+            );
+            let (conn, id) = (std::sync::Arc::clone(self.c), id.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(EMPTY_SESSION_REFUSED);
+                conn.error(&id, message);
+            });
+            return Ok(());
         }
         crate::fake::state::lock(&self.fake.search_sessions).insert(session.clone(), roots);
         self.result(id, json!({}));

@@ -879,7 +879,13 @@ impl H<'_> {
     /// no cursor is known; before the first turn, nothing is projected.
     pub(super) fn realtime_list(&self, id: &Value, p: &Value) -> Result<(), String> {
         crate::fake::threads::check_uuid(s(p, "threadId"), "thread")?;
-        let Ok((_, info)) = self.fake.loaded_thread(p) else {
+        // A stored thread not loaded (archived, unloaded) is read from its rollout (fidelity
+        // s33330001_0575: listed after its archive).
+        let found = self
+            .fake
+            .loaded_thread(p)
+            .or_else(|_| self.fake.stored(p, "thread", ""));
+        let Ok((_, info)) = found else {
             return self.not_modeled("thread/realtime/list");
         };
         // (fidelity s9090001 sessions; probed on 0.171.0)
