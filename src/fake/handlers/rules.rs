@@ -1452,13 +1452,11 @@ impl H<'_> {
     /// Refusals of an id nothing here names, and of requests missing their input.
     pub(super) fn refused(&self, method: &str, p: &Value) -> Result<(), String> {
         Err(match method {
-            // The thread's id is parsed first (fidelity s7070001_0157).
-            "thread/inject_items"
-                if crate::fake::threads::check_uuid(s(p, "threadId"), "thread").is_err() =>
-            {
-                crate::fake::threads::check_uuid(s(p, "threadId"), "thread")
-                    .err()
-                    .unwrap_or_default()
+            // The thread's id is parsed first (fidelity s7070001_0157), then the thread must be
+            // loaded, before the items are looked at (fidelity s33330001_0049 on 0.169.0; turn
+            // scenario 197 on every version).
+            "thread/inject_items" if self.fake.loaded_thread(p).is_err() => {
+                self.fake.loaded_thread(p).err().unwrap_or_default()
             }
             "thread/inject_items" if p["items"].as_array().is_none_or(Vec::is_empty) => {
                 "items must not be empty".into()
