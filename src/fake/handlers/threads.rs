@@ -1122,6 +1122,11 @@ impl H<'_> {
         if !section_early {
             check_attached()?;
         }
+        // The two lineage filters exclude each other, before either is parsed (fidelity
+        // s33330001_0169 on 0.163.0; turn scenario 198 on every version).
+        if !params["parentThreadId"].is_null() && !params["ancestorThreadId"].is_null() {
+            return Err("parentThreadId and ancestorThreadId are mutually exclusive".into());
+        }
         // Sub-agent threads are not modeled: no thread here has a parent.
         let parent = params["parentThreadId"].as_str();
         if let Some(p) = parent {
