@@ -69,9 +69,14 @@ pub(super) fn rehome(v: &mut Value, from: &str, to: &str) {
 /// How long after `thread/realtime/start`'s result its failure comes (the real median), on a
 /// thread nothing is stored of yet.
 const REALTIME_ERROR_US: u64 = 1_100;
-/// The same on a stored thread: 3.8–3.9 ms in turn scenario 193 on 0.171.0, where an
-/// unsubscribe sent at once after the result withholds it (fidelity s33330001_0016).
+/// The same on a stored thread, for a failure found after codex reads the thread's history
+/// for the session's startup context (initial items, voice, login): 3.8–12 ms in the turn
+/// corpus on three versions (the median 5.8 on 0.171.0; 3.8 taken, the least seen on a quiet
+/// machine, scenario 193), where an unsubscribe sent at once after the result withholds it
+/// (fidelity s33330001_0016). A text modality without v2 is refused before that read: 0.1 ms
+/// on a stored thread (fidelity s33330001_0143, both real runs on 0.163.0).
 const REALTIME_ERROR_STORED_US: u64 = 3_800;
+const REALTIME_MODALITY_STORED_US: u64 = 100;
 
 /// How long codex takes to fail a Windows sandbox setup off Windows (see
 /// `windows_sandbox_setup`).
@@ -348,7 +353,8 @@ impl H<'_> {
         // Initial items need v3, checked after the modality and before the voice (turn
         // scenario 110; fidelity s16160001_0040).
         let initial_items = p["initialItems"].as_array().is_some_and(|a| !a.is_empty());
-        let message = if p["outputModality"] == "text" && version != "v2" {
+        let modality = p["outputModality"] == "text" && version != "v2";
+        let message = if modality {
             "text realtime output modality requires realtime v2".to_string()
         } else if initial_items && version != "v3" {
             "initial realtime items require realtime v3".to_string()
@@ -369,10 +375,10 @@ impl H<'_> {
         // codex fails the session on a task of its own: the error came a median 1.1 ms after
         // the result (0.5–7 ms in the turn corpus's 33 recordings on three versions), after
         // the reply to a quick request sent meanwhile (fidelity s23230001_0265).
-        let delay = if crate::fake::threads::has_rollout(&info) {
-            REALTIME_ERROR_STORED_US
-        } else {
-            REALTIME_ERROR_US
+        let delay = match (crate::fake::threads::has_rollout(&info), modality) {
+            (true, true) => REALTIME_MODALITY_STORED_US,
+            (true, false) => REALTIME_ERROR_STORED_US,
+            (false, _) => REALTIME_ERROR_US,
         };
         let conn = std::sync::Arc::clone(self.c);
         std::thread::spawn(move || {
