@@ -924,7 +924,9 @@ impl H<'_> {
         // A thread with nothing stored yet has nothing projected, whatever is asked: coverage
         // unsupported (turn scenarios 119b, 172b and 172c; fidelity s21210001_0248). Once
         // stored (a turn, a section move: 48, 172d) it is projected through its rollout.
-        if !crate::fake::threads::materialized(&info) {
+        // An ephemeral thread has no rollout to project, turns or not (fidelity
+        // s34340001_0093; turn scenario 199).
+        if !crate::fake::threads::materialized(&info) || info["ephemeral"] == true {
             self.result(id, unsupported);
             return Ok(());
         }
