@@ -104,6 +104,19 @@ impl H<'_> {
             .first()
             .is_some_and(|prog| prog.contains('/') && !std::path::Path::new(prog).exists());
         if streams && !(unspawnable && !on("tty") && !on("streamStdoutStderr")) {
+            // A sandboxed run whose deadline passes before the helper starts ends with nothing
+            // streamed, as an unstreamed one does (fidelity s34340001_0363: a tty run with
+            // `timeoutMs` 0 on 0.171.0).
+            let early = p["timeoutMs"]
+                .as_u64()
+                .is_some_and(|ms| Duration::from_millis(ms) < HELPER_START);
+            if sandboxed == Some(true) && early && !on("disableTimeout") {
+                self.result(
+                    id,
+                    json!({"exitCode": TIMEOUT_EXIT_CODE, "stdout": "", "stderr": ""}),
+                );
+                return Ok(());
+            }
             return self.not_modeled("command/exec");
         }
         let Some(sandboxed) = sandboxed else {
