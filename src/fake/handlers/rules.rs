@@ -73,10 +73,11 @@ const REALTIME_ERROR_US: u64 = 1_100;
 /// for the session's startup context (initial items, voice, login): 3.8–12 ms in the turn
 /// corpus on three versions (the median 5.8 on 0.171.0; 3.8 taken, the least seen on a quiet
 /// machine, scenario 193), where an unsubscribe sent at once after the result withholds it
-/// (fidelity s33330001_0016). A text modality without v2 is refused before that read: 0.1 ms
-/// on a stored thread (fidelity s33330001_0143, both real runs on 0.163.0).
+/// (fidelity s33330001_0016; a text modality without v2 too: 2.2–2.7 ms, s34340001_0856). A
+/// session started with `includeStartupContext: false` reads nothing: 0.1 ms on a stored thread
+/// (fidelity s33330001_0143, both real runs on 0.163.0).
 const REALTIME_ERROR_STORED_US: u64 = 3_800;
-const REALTIME_MODALITY_STORED_US: u64 = 100;
+const REALTIME_NO_CONTEXT_STORED_US: u64 = 100;
 
 /// How long codex takes to fail a Windows sandbox setup off Windows (see
 /// `windows_sandbox_setup`).
@@ -353,8 +354,7 @@ impl H<'_> {
         // Initial items need v3, checked after the modality and before the voice (turn
         // scenario 110; fidelity s16160001_0040).
         let initial_items = p["initialItems"].as_array().is_some_and(|a| !a.is_empty());
-        let modality = p["outputModality"] == "text" && version != "v2";
-        let message = if modality {
+        let message = if p["outputModality"] == "text" && version != "v2" {
             "text realtime output modality requires realtime v2".to_string()
         } else if initial_items && version != "v3" {
             "initial realtime items require realtime v3".to_string()
@@ -375,9 +375,10 @@ impl H<'_> {
         // codex fails the session on a task of its own: the error came a median 1.1 ms after
         // the result (0.5–7 ms in the turn corpus's 33 recordings on three versions), after
         // the reply to a quick request sent meanwhile (fidelity s23230001_0265).
-        let delay = match (crate::fake::threads::has_rollout(&info), modality) {
-            (true, true) => REALTIME_MODALITY_STORED_US,
-            (true, false) => REALTIME_ERROR_STORED_US,
+        let context = p["includeStartupContext"] != false;
+        let delay = match (crate::fake::threads::has_rollout(&info), context) {
+            (true, true) => REALTIME_ERROR_STORED_US,
+            (true, false) => REALTIME_NO_CONTEXT_STORED_US,
             (false, _) => REALTIME_ERROR_US,
         };
         let conn = std::sync::Arc::clone(self.c);
@@ -1502,22 +1503,9 @@ impl H<'_> {
                     None => format!("No MCP server named '{}' found.", s(p, "name")),
                 }
             }
-            // A thread named is parsed first (fidelity s6060001_0086), then must be loaded
-            // here (fidelity s28280001_0050; turn scenario 149).
-            "mcpServer/resource/read" | "mcpServer/tool/call"
-                if p["threadId"].is_string() && self.fake.loaded_thread(p).is_err() =>
-            {
-                self.fake.loaded_thread(p).err().unwrap_or_default()
-            }
-            // Then a read's origin needs its thread, and a connector target the apps server
-            // (fidelity s8080001_0016, s7070001_0577).
-            "mcpServer/resource/read"
-                if !p["originCallId"].is_null() && p["threadId"].is_null() =>
-            {
-                "originCallId requires threadId".into()
-            }
-            // codex checks a target only when no origin call is named; a link id must be
-            // null or real (codex-rs/app-server `read_mcp_resource`; scenario 192).
+            // codex checks a target first, only when no origin call is named; a link id must be
+            // null or real (codex-rs/app-server `read_mcp_resource`; scenario 192; fidelity
+            // s34340001_0799: before the thread's id).
             "mcpServer/resource/read"
                 if !p["target"].is_null()
                     && p["originCallId"].is_null()
@@ -1535,6 +1523,20 @@ impl H<'_> {
                     "target requires unscoped codex_apps, a connectorId, and a real linkId or null"
                         .into()
                 }
+            }
+            // A thread named is parsed first (fidelity s6060001_0086), then must be loaded
+            // here (fidelity s28280001_0050; turn scenario 149).
+            "mcpServer/resource/read" | "mcpServer/tool/call"
+                if p["threadId"].is_string() && self.fake.loaded_thread(p).is_err() =>
+            {
+                self.fake.loaded_thread(p).err().unwrap_or_default()
+            }
+            // Then a read's origin needs its thread (fidelity s8080001_0016; its target: above,
+            // s7070001_0577).
+            "mcpServer/resource/read"
+                if !p["originCallId"].is_null() && p["threadId"].is_null() =>
+            {
+                "originCallId requires threadId".into()
             }
             // An origin on the apps server is looked up among the thread's finished MCP
             // calls; the fake's threads make none (scenario 192).
