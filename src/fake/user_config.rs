@@ -112,6 +112,16 @@ impl Facts {
                 return Err(refused(VALIDATION, message));
             }
         }
+        // Then the whole configuration is built, which refuses a policy codex no longer
+        // supports even where a `-c` flag overrides it (fidelity s34340001_0170 on 0.169.0;
+        // turn scenario 201 on every version).
+        if table.get("approval_policy").and_then(Value::as_str) == Some("untrusted") {
+            return Err(refused(
+                VALIDATION,
+                "Invalid configuration: approval_policy = \"untrusted\" is no longer supported; \
+                 remove this setting",
+            ));
+        }
         Ok(())
     }
 
