@@ -107,7 +107,26 @@ impl H<'_> {
     /// A project as a method's result shows it (the version's keys only: `position` is gone
     /// from 0.171.0's).
     fn project_result(&self, method: &str, p: &Project) -> Value {
+        let p = self.with_recency(p);
         defaults::shaped(self.fake.protocol, method, json!({"project": p}))
+    }
+
+    /// A project as it is shown: its recency the latest update of the threads it holds now, none
+    /// once they moved to another project (fidelity s34340001_0074 on 0.169.0: a thread
+    /// imported again elsewhere leaves the first project's `recencyAt` null).
+    fn with_recency(&self, p: &Project) -> Project {
+        let store = self.fake.store.load();
+        let recency = store["threads"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, t)| t["projectId"] == p.id.as_str())
+            .filter_map(|(_, t)| t["updatedAt"].as_i64())
+            .max();
+        Project {
+            recency_at: recency,
+            ..p.clone()
+        }
     }
 
     fn project_changed(&self, id: &str, change: &str) {
@@ -227,6 +246,7 @@ impl H<'_> {
         };
         let (page, next) =
             super::sections::keyset_page(&after, p, |x| format!("{}|{}", x.position, x.id));
+        let page: Vec<Project> = page.iter().map(|x| self.with_recency(x)).collect();
         let v = json!({"data": page, "nextCursor": next});
         self.result(id, defaults::shaped(self.fake.protocol, "project/list", v));
         Ok(())
