@@ -5,6 +5,11 @@
 use serde_json::Value;
 use std::path::Path;
 
+/// codex's refusal of an approval policy it dropped: at startup, and when a config write
+/// builds the configuration again (`user_config::check`).
+pub const UNTRUSTED_UNSUPPORTED: &str =
+    "approval_policy = \"untrusted\" is no longer supported; remove this setting";
+
 /// The settings that show in the server's messages.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -347,9 +352,7 @@ impl Config {
     /// 1), checked on 0.171.0.
     pub fn startup_error(&self) -> Option<String> {
         let ap = get(&self.table, "approval_policy").and_then(|v| v.as_str());
-        (ap == Some("untrusted")).then(|| {
-            "approval_policy = \"untrusted\" is no longer supported; remove this setting".into()
-        })
+        (ap == Some("untrusted")).then(|| UNTRUSTED_UNSUPPORTED.into())
     }
 
     /// A boolean setting (absent: false).

@@ -118,8 +118,10 @@ impl Facts {
         if table.get("approval_policy").and_then(Value::as_str) == Some("untrusted") {
             return Err(refused(
                 VALIDATION,
-                "Invalid configuration: approval_policy = \"untrusted\" is no longer supported; \
-                 remove this setting",
+                format!(
+                    "Invalid configuration: {}",
+                    crate::fake::config::UNTRUSTED_UNSUPPORTED
+                ),
             ));
         }
         Ok(())
