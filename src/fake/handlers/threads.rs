@@ -1375,6 +1375,8 @@ fn setting_mode(info: &Value) -> Option<String> {
 /// 0.169.0 and 0.171.0): a sandbox set over no workspace roots (`environments: []`: it writes
 /// `/tmp` only, not the cwd the result shows, whatever cwd the resume or a later turn gives),
 /// kept as `rootless:<mode>`. Other settings come back through [`resumed_params`].
+/// No roots are `environments: []`, or `runtimeWorkspaceRoots: []` at start (turn scenario
+/// `203_fork_of_a_rootless_start`, fidelity s34340001_0143).
 fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
     let given = |v: &Value, k: &str| v.get(k).is_some_and(|x| !x.is_null());
     if given(params, "sandbox")
@@ -1386,10 +1388,25 @@ fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
     }
     let setting = info["sandboxSetting"].as_str()?;
     match setting.split_once(':')? {
-        ("mode", m) if info["environments"] == json!([]) => Some(json!(format!("rootless:{m}"))),
+        ("mode", m) if works_nowhere(info) => Some(json!(format!("rootless:{m}"))),
         ("rootless", _) => Some(json!(setting)),
         _ => None,
     }
+}
+
+/// Whether a thread works in no workspace root: its sandbox then writes `/tmp` only.
+fn works_nowhere(info: &Value) -> bool {
+    let envs = info["environments"].as_array().cloned();
+    let roots: Vec<String> = info["roots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    info["environments"] == json!([])
+        || (info["roots"].is_array()
+            && crate::fake::settings::shown_roots(&envs, &roots).is_empty())
 }
 
 /// A cold `thread/resume`'s settings as `thread/start` params: the thread's own (its sandbox
