@@ -227,6 +227,12 @@ impl H<'_> {
                     r.setting = setting;
                 }
                 r.store(&mut info);
+                // The next turn writes what differs from the settings the thread's last turn
+                // wrote (codex takes its context back from the rollout): those from before
+                // the resume (turn scenarios 204, 204b, 204c; fidelity s35350001_0026).
+                if crate::fake::threads::has_rollout(&info) {
+                    super::turns::remember_written(&mut info, &settings_before);
+                }
                 // A personality the resume asks for is the thread's from now on (turn
                 // scenario 175; fidelity s30300001_0179 on 0.169.0).
                 if let Some(p) = params.get("personality").filter(|p| !p.is_null()) {
@@ -427,6 +433,7 @@ impl H<'_> {
         if with_turns && info["historyMode"] != "legacy" {
             self.hydration_notice();
         }
+        self.after_logins();
         let thread_id = uuid::Uuid::now_v7().to_string();
         // A fork keeps its source's cwd, approval settings and sandbox setting (a
         // `workspace-write` mode or policy excepted: the configured default then; on 0.163.0
@@ -552,6 +559,9 @@ impl H<'_> {
             self.fake
                 .store
                 .update(|d| crate::fake::threads::write_rollout(&mut d["threads"][&thread_id]));
+        }
+        if with_turns {
+            self.after_logins();
         }
         if with_turns && paginated {
             self.notify(

@@ -169,7 +169,11 @@ impl H<'_> {
                     "approvalsReviewer",
                 ]
                 .iter()
-                .any(|k| settings[*k] != before_turn[*k]);
+                .any(|k| settings[*k] != before_turn[*k])
+                    // A workspace-write sandbox's instructions name the cwd it writes (turn
+                    // scenarios 204c and 204d; read-only names none: 204e).
+                    || (settings["sandboxPolicy"]["type"] == "workspaceWrite"
+                        && settings["cwd"] != before_turn["cwd"]);
                 // A model switch writes its message and the skills' instructions again; new
                 // collaboration-mode instructions write theirs unless the model switched too
                 // (turn scenario 111 on 0.171.0). Any of these adds the world state.
@@ -404,6 +408,13 @@ pub(super) fn check_input(input: &Value) -> Result<(), String> {
         return Err("remote image URLs are not supported; use an inline data URL instead".into());
     }
     Ok(())
+}
+
+/// Keeps `written` as the settings the thread's last turn wrote, unless some are kept already.
+pub(super) fn remember_written(info: &mut Value, written: &Value) {
+    if let Some(t) = info.as_object_mut() {
+        t.entry(WRITTEN_SETTINGS).or_insert_with(|| written.clone());
+    }
 }
 
 /// The thread's settings as its last turn wrote them, kept while `thread/settings/update`s

@@ -523,7 +523,8 @@ impl<'a> Ctx<'a> {
         }
         if f.resent && self.resent < cfg.request_max_retries {
             self.resent += 1;
-            self.wait(provider::backoff(self.resent, f.retry_after))?;
+            // A request resent by the HTTP client: steered input waits for its answer.
+            self.hold(provider::backoff(self.resent, f.retry_after), true)?;
             return Ok(());
         }
         self.resent = 0;
@@ -539,7 +540,7 @@ impl<'a> Ctx<'a> {
                        "willRetry": true}),
                 json!({}),
             );
-            self.wait(provider::backoff(self.retries, f.retry_after))?;
+            self.backoff(provider::backoff(self.retries, f.retry_after), true)?;
             return Ok(());
         }
         match f.before {
@@ -584,7 +585,17 @@ impl<'a> Ctx<'a> {
         // 79b, fidelity s20261203_0049, on every version): an interrupt sent on that event
         // comes first (s16160001_0180's two real runs, in git history: kept no longer, as its
         // 1.9 ms window is below a loaded harness's reaction time).
-        self.hold(STREAM_CLOSE_NOTICED, true)?;
+        // Until then the stream is live to codex: input steered in meanwhile abandons it as it
+        // would a streaming one, no retry (fidelity s35350001_0233, both real runs on 0.171.0:
+        // a steer on a partial message's delta, then its user message, no `Reconnecting`).
+        let end = Instant::now() + STREAM_CLOSE_NOTICED;
+        while Instant::now() < end {
+            if !lock(&self.ctl.steers).is_empty() {
+                return Err(End::Steered);
+            }
+            self.check_interrupt(true)?;
+            std::thread::sleep(Duration::from_micros(200));
+        }
         self.unfinished_response();
         if self.retries < self.conn.fake.config().stream_max_retries {
             return self.retry_stream(STREAM_CLOSED);
@@ -613,8 +624,30 @@ impl<'a> Ctx<'a> {
         );
         self.open = false;
         // codex waits its backoff before it asks again (0.171.0: 201–275 ms after the notice
-        // for a first retry, turn scenarios 07b, 14, 37g, 79b); an interrupt ends the wait.
-        self.hold(provider::backoff(self.retries, None), false)
+        // for a first retry, turn scenarios 07b, 14, 37g, 79b); an interrupt ends the wait,
+        // and so does steered input.
+        self.backoff(provider::backoff(self.retries, None), false)
+    }
+
+    /// A retry's backoff: an interrupt ends it and the turn (`report`: as
+    /// [`Self::check_interrupt`]); steered input ends it too, recorded at once, and the model
+    /// is asked with it (turn scenario 206: no wait after the steer).
+    fn backoff(&mut self, d: Duration, report: bool) -> Result<(), End> {
+        let end = Instant::now() + d;
+        loop {
+            self.check_interrupt(report)?;
+            if self.take_steers() {
+                // A new sampling request, with a retry budget of its own ("Reconnecting...
+                // 1/N" again on its next drop: 206).
+                self.retries = 0;
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= end {
+                return Ok(());
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(1)));
+        }
     }
 
     /// Waits `d`; an interrupt ends the wait and the turn (`report`: as [`Self::check_interrupt`]).

@@ -74,25 +74,33 @@ impl<'a> Ctx<'a> {
                         return Ok(());
                     }
                 }
-                Ok(Sampled::Dropped) => self.dropped_stream()?,
+                Ok(Sampled::Dropped) => match self.dropped_stream() {
+                    Err(End::Steered) => self.abandon_for_steer(),
+                    r => r?,
+                },
                 Ok(Sampled::Failed { code, message }) => self.failed(&code, &message)?,
                 Ok(Sampled::Incomplete { reason }) => self.incomplete(&reason)?,
-                Err(End::Steered) => {
-                    // The abandoned stream's account, as for an interrupt: the thread's usage as
-                    // it stands (when it has any), then the rate limits (seen on 0.171.0, a
-                    // steer in a thread's second turn).
-                    self.unfinished_response();
-                    // Its token count is written to the rollout, as for an interrupt (fidelity
-                    // s16160001_0129: a steer in a thread's first turn, info still null).
-                    if self.open {
-                        self.rollout.stream_aborted();
-                    }
-                    self.open = false;
-                    self.take_steers();
-                }
+                Err(End::Steered) => self.abandon_for_steer(),
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Steered input abandons the stream in flight; the model is asked again with it.
+    fn abandon_for_steer(&mut self) {
+        // The abandoned stream's account, as for an interrupt: the thread's usage as it stands
+        // (when it has any), then the rate limits (seen on 0.171.0, a steer in a thread's
+        // second turn).
+        self.unfinished_response();
+        // Its token count is written to the rollout, as for an interrupt (fidelity
+        // s16160001_0129: a steer in a thread's first turn, info still null).
+        if self.open {
+            self.rollout.stream_aborted();
+        }
+        self.open = false;
+        self.take_steers();
+        // The model is asked again in a new sampling request: a retry budget of its own.
+        self.retries = 0;
     }
 
     /// `response.failed`: codex's error for its code (`failure`); a stream error or a rate
