@@ -133,10 +133,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         &[
             ("approvalPolicy", Read),
             ("approvalsReviewer", Read),
-            (
-                "attachToSource",
-                Unmodeled("attached forks are not modeled: a plain fork"),
-            ),
+            ("attachToSource", Read),
             ("baseInstructions", Unmodeled(NO_MODEL_EFFECT)),
             (
                 "beforeTurnId",
@@ -215,7 +212,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         &[
             ("ancestorThreadId", Unmodeled(NOT_MODELED_LIST)),
             ("archived", Read),
-            ("attachedToThreadId", Unmodeled(NOT_MODELED_LIST)),
+            ("attachedToThreadId", Read),
             ("currentAccountOnly", Unmodeled(NOT_MODELED_LIST)),
             (
                 "cursor",

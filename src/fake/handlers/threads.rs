@@ -475,7 +475,13 @@ impl H<'_> {
             new["permissionProfile"] = info["permissionProfile"].clone();
             new["sandboxSetting"] = setting;
         }
-        new["turns"] = info["turns"].clone();
+        // An attached fork shows none of its source's turns (`207_attached_fork`).
+        let attached = params["attachToSource"] == true;
+        new["turns"] = if attached {
+            json!([])
+        } else {
+            info["turns"].clone()
+        };
         // (0.163.0 empties a stored paginated fork's preview only: `89_legacy_history_items`;
         // an ephemeral fork keeps it, `145_fork_defer_goal_ephemeral`)
         new["preview"] = if self.fake.turn_facts.fork_preview_empty
@@ -504,6 +510,12 @@ impl H<'_> {
             new[key] = info[key].clone();
         }
         new["materialized"] = json!(true);
+        // An attached fork belongs to its source: it says so, is hidden from ordinary lists,
+        // keeps its source from being deleted, and is not announced as started, nor its usage
+        // reported (turn scenario `207_attached_fork` on 0.171.0 and 0.169.0).
+        if attached {
+            new["attachedToThreadId"] = json!(source);
+        }
         // A cold fork warns before its result.
         self.warn(&thread_id, warnings);
         self.fake
@@ -513,13 +525,15 @@ impl H<'_> {
         // The fork's session start speaks before its result (0.171.0, f31).
         self.session_started(&thread_id, true);
         self.result(id, self.thread_response(&thread_id, &new, with_turns));
-        if with_turns {
+        if with_turns && !attached {
             self.report_usage(&thread_id, &new);
         }
-        self.notify(
-            "thread/started",
-            json!({"thread": self.thread_payload(&thread_id, &new, false)}),
-        );
+        if !attached {
+            self.notify(
+                "thread/started",
+                json!({"thread": self.thread_payload(&thread_id, &new, false)}),
+            );
+        }
         Ok(())
     }
 
@@ -666,6 +680,19 @@ impl H<'_> {
         let (thread_id, info) =
             self.fake
                 .stored(params, "thread", "no rollout found for thread id ")?;
+        // A thread with attached threads stays while they do (`207_attached_fork`).
+        let data = self.fake.store.load();
+        let attached = data["threads"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .find(|(_, t)| t["attachedToThreadId"] == json!(thread_id));
+        if let Some((other, _)) = attached {
+            return Err(format!(
+                "cannot delete thread while attached thread {other} exists; delete the attached \
+                 thread first"
+            ));
+        }
         self.settings_applied(&thread_id);
         if lock(&self.fake.loaded).remove(&thread_id) {
             self.notify(
@@ -1192,8 +1219,19 @@ impl H<'_> {
                 };
                 term.is_empty() || has("name") || has("preview")
             })
+            // Attached threads: those of the thread named, empty ones too; otherwise hidden
+            // unless a search asks for them (`207_attached_fork`).
+            .filter(|(_, info)| match params["attachedToThreadId"].as_str() {
+                Some(a) => info["attachedToThreadId"] == a,
+                None => {
+                    info["attachedToThreadId"].is_null() || params["includeAttachedThreads"] == true
+                }
+            })
             // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
-            .filter(|(_, info)| info["preview"].as_str().is_some_and(|p| !p.is_empty()))
+            .filter(|(_, info)| {
+                params["attachedToThreadId"].is_string()
+                    || info["preview"].as_str().is_some_and(|p| !p.is_empty())
+            })
             .map(|(tid, info)| {
                 // Newest first by the millisecond (two threads updated in one second: the
                 // later one first, as a fork listed before its source shows on 0.171.0).

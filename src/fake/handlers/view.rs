@@ -117,7 +117,7 @@ impl H<'_> {
             "environments": environments,
             "extra": null, "sessionId": thread_id,
             "forkedFromId": info.get("forkedFromId").cloned().unwrap_or(Value::Null),
-            "attachedToThreadId": null, "parentThreadId": null,
+            "attachedToThreadId": info["attachedToThreadId"], "parentThreadId": null,
             "preview": info["preview"].as_str().unwrap_or(""),
             "ephemeral": info["ephemeral"].as_bool().unwrap_or(false),
             "section": self.section_view(&info["section"]),

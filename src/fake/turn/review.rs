@@ -288,6 +288,14 @@ pub(super) fn play(
             json!({"threadId": thread_id, "message": message}),
         );
     }
+    // Then the deprecated names its configuration uses, as a session start says them
+    // (fidelity s35350001_0381: `[features].codex_hooks`, both real runs on 0.171.0).
+    for (summary, details) in conn.fake.config().deprecations() {
+        conn.notify(
+            "deprecationNotice",
+            json!({"summary": summary, "details": details}),
+        );
+    }
     warn();
     let child = uuid::Uuid::now_v7().to_string();
     let child_started = now_secs();
