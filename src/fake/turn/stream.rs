@@ -247,7 +247,14 @@ impl Ctx<'_> {
                     }) => {
                         let segs = p.split.finish();
                         self.plan_segments(segs, &started_id, &started_phase, &mut at, &mut p);
-                        for (pid, at, text) in std::mem::take(&mut p.plans) {
+                        let plans = std::mem::take(&mut p.plans);
+                        // A message with neither plan nor text shows nothing, but its response
+                        // item is recorded still (turn scenario 209: an empty final answer in
+                        // plan mode; fidelity s35350001_0859).
+                        if plans.is_empty() && at.is_none() {
+                            self.rollout.add(1);
+                        }
+                        for (pid, at, text) in plans {
                             self.completed(json!({"type": "plan", "id": pid, "text": text}), at);
                         }
                         if let Some(at) = at {
