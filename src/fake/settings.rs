@@ -446,10 +446,17 @@ fn collaboration_mode(mode: &Value, texts: &ModeTexts) -> Value {
 /// Where a thread keeps the place its last turn's context named ([`context_place`]).
 pub const CONTEXT_PLACE: &str = "contextPlace";
 
-/// Where a thread works as its turn context tells the model (cwd, environments, roots): a turn
-/// that finds it moved writes the environment context again.
+/// Where a thread works as its turn context tells the model (cwd, environments, roots, and
+/// where a workspace-write sandbox lets it write): a turn that finds it moved writes the
+/// environment context again (turn scenario 210: a read-only thread's turn with the
+/// `:workspace` profile; read-only to full access moves nothing).
 pub fn context_place(info: &Value) -> Value {
-    json!([info["cwd"], info["environments"], info["roots"]])
+    let writes = if info["sandbox"]["type"] == "workspaceWrite" {
+        info["sandbox"]["writableRoots"].clone()
+    } else {
+        Value::Null
+    };
+    json!([info["cwd"], info["environments"], info["roots"], writes])
 }
 
 /// Where a thread keeps a configured tier it does not yet show ([`Resolved::configured_tier`]).

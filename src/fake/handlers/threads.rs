@@ -149,6 +149,9 @@ impl H<'_> {
             self.hydration_notice();
         }
         let newly = lock(&self.fake.loaded).insert(thread_id.clone());
+        if newly {
+            crate::fake::turn::new_session(&thread_id);
+        }
         let recorded_model = info["model"].as_str().map(str::to_string);
         let mut info = info;
         let mut warnings = Vec::new();

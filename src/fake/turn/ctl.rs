@@ -15,6 +15,27 @@ pub fn running() -> std::sync::MutexGuard<'static, HashMap<String, Arc<TurnCtl>>
     lock(RUNNING.get_or_init(Default::default))
 }
 
+fn approvals() -> std::sync::MutexGuard<'static, HashMap<String, Arc<Mutex<Vec<String>>>>> {
+    static APPROVALS: std::sync::OnceLock<Mutex<HashMap<String, Arc<Mutex<Vec<String>>>>>> =
+        std::sync::OnceLock::new();
+    lock(APPROVALS.get_or_init(Default::default))
+}
+
+/// What a thread's session approved for itself (`acceptForSession`): codex keeps it for the
+/// session, every turn of it (fidelity s35350001_0649: a file accepted in one turn is patched
+/// again unasked in the next; turn scenario 211), not past it (see [`new_session`]).
+pub fn session_approvals(thread_id: &str) -> Arc<Mutex<Vec<String>>> {
+    approvals()
+        .entry(thread_id.to_string())
+        .or_default()
+        .clone()
+}
+
+/// The thread's session starts afresh in this process (loaded again): nothing approved yet.
+pub fn new_session(thread_id: &str) {
+    approvals().remove(thread_id);
+}
+
 /// The turn app-server still names as a thread's active one when none runs: an inline
 /// review's child turn, whose start it tracked and whose end it never sees (the parent's end
 /// does not clear it), until the next turn starts (turn scenario 142: an interrupt sent while
@@ -35,8 +56,9 @@ pub struct TurnCtl {
     pub acked: AtomicBool,
     /// The `turn/interrupt` reply has been sent.
     pub responded: AtomicBool,
-    /// Commands approved with `acceptForSession`.
-    pub(super) session_approved: Mutex<Vec<String>>,
+    /// Commands and patched files approved with `acceptForSession`: the thread's session's
+    /// (see [`session_approvals`]).
+    pub(super) session_approved: Arc<Mutex<Vec<String>>>,
     /// The `rootTurnId` a `turn/start` gave (else the turn is its own root).
     pub(super) root: Mutex<Option<String>>,
     /// A turn whose task has not begun: codex runs a `thread/shellCommand`'s command or an

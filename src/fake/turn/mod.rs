@@ -27,7 +27,9 @@ mod stream;
 mod tools;
 
 use ctl::End;
-pub use ctl::{entries_pending, running, stale_turns, steer_arriving, wait_entries, TurnCtl};
+pub use ctl::{
+    entries_pending, new_session, running, stale_turns, steer_arriving, wait_entries, TurnCtl,
+};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
@@ -233,7 +235,7 @@ fn register(thread_id: &str) -> (Arc<TurnCtl>, i64) {
         goal_status: Mutex::new(None),
         acked: AtomicBool::new(false),
         responded: AtomicBool::new(false),
-        session_approved: Mutex::new(Vec::new()),
+        session_approved: ctl::session_approvals(thread_id),
         root: Mutex::new(None),
         queued: AtomicBool::new(false),
         entering: AtomicBool::new(false),
