@@ -69,7 +69,7 @@ impl H<'_> {
     /// A login being completed is finished first: a read or a logout answers after its
     /// notifications (turn scenario 41 on every version: codex's auth manager is busy). A
     /// thread fork or a full history read, which take the real server 10–50 ms, answers after
-    /// them too (fidelity s35350001_0059 and _0310 on 0.171.0).
+    /// them too (fidelity s35350001_0059 and _0310 on 0.171.0), and so does a plugin list.
     pub(super) fn after_logins(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
         while self.fake.logins_pending.load(SeqCst) > 0 && std::time::Instant::now() < deadline {

@@ -1390,6 +1390,11 @@ impl H<'_> {
                 "ephemeral thread does not support metadata updates: {thread_id}"
             ));
         }
+        // An archived thread's rollout is not among the sessions codex names (fidelity
+        // s34340001_0770; turn scenario 212 on every version).
+        if info["archived"] == true {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
         let name = params["name"].clone();
         self.fake.store.update(|d| {
             d["threads"][&thread_id]["name"] = name.clone();
