@@ -1197,6 +1197,18 @@ impl H<'_> {
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
             .filter(|_| parent.is_none())
             .filter(|(_, info)| project.is_none_or(|p| info["projectId"] == p))
+            // The ids asked for only (an empty list: none), less those excluded (the schema's
+            // filters; fidelity s34340001_0950: `includedThreadIds: []` lists nothing).
+            .filter(|(tid, _)| {
+                params["includedThreadIds"]
+                    .as_array()
+                    .is_none_or(|ids| ids.iter().any(|i| i == tid.as_str()))
+            })
+            .filter(|(tid, _)| {
+                !params["excludedThreadIds"]
+                    .as_array()
+                    .is_some_and(|ids| ids.iter().any(|i| i == tid.as_str()))
+            })
             // Providers named: a thread of one of them (none or an empty list: any; turn
             // scenario 160 on every version).
             .filter(|(_, info)| {
