@@ -117,6 +117,12 @@ impl H<'_> {
                 );
                 return Ok(());
             }
+            // Run unsandboxed, a program that is not there cannot be spawned, streamed or not
+            // (fidelity s34340001_0885 on 0.171.0: a streamed run, both real runs).
+            if sandboxed == Some(false) && unspawnable {
+                let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+                return Err(internal(format!("failed to spawn command: {e}")));
+            }
             return self.not_modeled("command/exec");
         }
         let Some(sandboxed) = sandboxed else {
