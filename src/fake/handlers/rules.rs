@@ -729,16 +729,15 @@ impl H<'_> {
         // A completed turn ends with the model's answer, not with a call codex could review
         // (0.171.0: after a message, a command run or approved, a patch, a reasoning).
         // A turn that holds no call has nothing to review either, whatever its end (fidelity
-        // s16160001_0126: a failed turn with a message and a reasoning).
+        // s16160001_0126: a failed turn with a message and a reasoning), nor one whose only
+        // calls are patches, written as freeform calls (s34340001_0744 on 0.171.0, _0069 on
+        // 0.169.0: a failed turn of two patches).
         let last = info["turns"].as_array().and_then(|t| t.last());
         let no_call = |t: &Value| {
             t["items"].as_array().is_none_or(|items| {
-                !items.iter().any(|i| {
-                    matches!(
-                        i["type"].as_str(),
-                        Some("commandExecution" | "fileChange" | "mcpToolCall")
-                    )
-                })
+                !items
+                    .iter()
+                    .any(|i| matches!(i["type"].as_str(), Some("commandExecution" | "mcpToolCall")))
             })
         };
         if last.is_some_and(|t| t["status"] == "completed" || no_call(t)) {
