@@ -15,6 +15,8 @@ pub(super) struct Rollout {
     pub item: u64,
     /// The response being played carried a tool call (its usage record is already counted).
     tool: bool,
+    /// Entries written once the response being played is accounted for (see [`Self::defer`]).
+    deferred: u64,
 }
 
 impl Rollout {
@@ -25,10 +27,18 @@ impl Rollout {
             turn: n("turn"),
             item: n("item"),
             tool: false,
+            deferred: 0,
         }
     }
-    pub(super) fn to_json(self) -> Value {
+    pub(super) fn to_json(mut self) -> Value {
+        self.ordinal += std::mem::take(&mut self.deferred);
         json!({"ordinal": self.ordinal, "turn": self.turn, "item": self.item})
+    }
+    /// `n` entries codex writes after the response being played (its call's output and token
+    /// count): an approved command prefix's developer message and world state come then
+    /// (turn scenario 216: the command's item keeps its place before them).
+    pub(super) fn defer(&mut self, n: u64) {
+        self.deferred += n;
     }
     pub(super) fn add(&mut self, n: u64) -> u64 {
         self.ordinal += n;
@@ -71,6 +81,8 @@ impl Rollout {
     pub(super) fn response_ended(&mut self) {
         self.add(if self.tool { 1 } else { 2 });
         self.tool = false;
+        let deferred = std::mem::take(&mut self.deferred);
+        self.add(deferred);
     }
     /// An interrupt while a response streams: codex writes the abandoned stream's token count
     /// (a response that called a tool was read to its end already; fidelity s15150001_0029).

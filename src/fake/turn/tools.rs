@@ -508,8 +508,9 @@ impl<'a> Ctx<'a> {
                             self.allow_prefix(a);
                             // codex tells the model in a developer message ("Approved command
                             // prefix saved") with a world-state entry: two rollout entries
-                            // (kept fidelity session s5150001_0039 on 0.171.0).
-                            self.rollout.add(2);
+                            // after the response (kept fidelity session s5150001_0039 on
+                            // 0.171.0; s34340001_0479).
+                            self.rollout.defer(2);
                         }
                         self.status(json!({"type": "active", "activeFlags": []}));
                         // An interrupt sent with the answer stops the command before it runs.
