@@ -872,10 +872,27 @@ impl<'a> Ctx<'a> {
     fn missing_writable_root(&self) -> bool {
         let data = self.conn.fake.store.load();
         let t = &data["threads"][&self.ctl.thread_id];
-        let roots = t["roots"].as_array().cloned().unwrap_or_default();
-        std::iter::once(&t["cwd"])
-            .chain(roots.iter())
+        let roots: Vec<String> = t["roots"]
+            .as_array()
+            .into_iter()
+            .flatten()
             .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        // A sandbox set over no root (`environments: []`, kept as `rootless:` by a resume
+        // whatever cwd it gives) writes `/tmp` only: the cwd is no root of it (fidelity
+        // s33330001_0794: resumed into a cwd not made yet, its patch under `/tmp` ran).
+        let rootless = t["sandboxSetting"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("rootless:"));
+        let shown = if rootless {
+            Vec::new()
+        } else {
+            crate::fake::settings::shown_roots(&t["environments"].as_array().cloned(), &roots)
+        };
+        let cwd = t["cwd"].as_str().filter(|_| !shown.is_empty());
+        cwd.into_iter()
+            .chain(shown.iter().map(String::as_str))
             .any(|r| !Path::new(r).exists())
     }
 
