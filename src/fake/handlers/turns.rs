@@ -107,7 +107,7 @@ impl H<'_> {
         };
         // One transaction: the settings are applied to the thread as it is now (another
         // connection or process may have changed it since the request began).
-        let (next, settings, before) = self.fake.store.update(|d| {
+        let (next, settings, before, retaken) = self.fake.store.update(|d| {
             let info = d["threads"][thread_id].clone();
             let next =
                 settings::for_turn(&self.fake.config(), &self.fake.cwd, &info, params, &texts)?;
@@ -197,11 +197,17 @@ impl H<'_> {
                                                     + updates,
                                                 "after": after});
             }
+            // A personality the resumed session dropped (0.163.0) and a turn sets again is a
+            // change to the session, whatever the thread showed (fidelity s36360001_0138 on
+            // 0.163.0: the same personality as before the restart, announced).
+            let retaken = turn
+                && info["personalityDropped"] == true
+                && !params["personality"].is_null();
             d["threads"][thread_id] = next.clone();
-            Ok::<_, String>((next, settings, before))
+            Ok::<_, String>((next, settings, before, retaken))
         })?;
-        let changed =
-            self.settings_shown(thread_id, &settings) != self.settings_shown(thread_id, &before);
+        let changed = retaken
+            || self.settings_shown(thread_id, &settings) != self.settings_shown(thread_id, &before);
         Ok(Applied {
             thread: next,
             settings,
