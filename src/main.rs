@@ -66,6 +66,20 @@ fn main() -> ExitCode {
         return codex_wire::fake::main(cli, &argv[1..]);
     }
     let cli = Cli::parse_from(&argv);
+    // A report cut short by its reader (`| head`) ends quietly, as other tools' do; the
+    // servers keep handling a closed peer themselves.
+    if matches!(
+        cli.command,
+        Cmd::Validate(_)
+            | Cmd::Diff(_)
+            | Cmd::Compat(_)
+            | Cmd::Versions
+            | Cmd::ConfigToml
+            | Cmd::Completions { .. }
+    ) {
+        // SAFETY: restores the default action of one signal before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     match cli.command {
         Cmd::Validate(c) => codex_wire::validate::main(c),
         Cmd::Proxy(c) => codex_wire::proxy::main(c),

@@ -175,3 +175,25 @@ fn versions_lists_every_supported_version_oldest_first() {
         Some(codex_wire::newest().version)
     );
 }
+
+#[test]
+fn a_report_cut_short_by_its_reader_ends_without_a_panic() {
+    // Two recordings that differ early, so the report has more lines than the reader takes.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/0.171.0/turns/");
+    let a = format!("{dir}01_message.real.jsonl");
+    let b = format!("{dir}02_reasoning_message.real.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codex-wire"))
+        .args(["diff", &a, &b])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the report is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        !err.contains("panicked"),
+        "diff panicked on a closed pipe: {err}"
+    );
+}

@@ -200,9 +200,8 @@ impl H<'_> {
             // A personality the resumed session dropped (0.163.0) and a turn sets again is a
             // change to the session, whatever the thread showed (fidelity s36360001_0138 on
             // 0.163.0: the same personality as before the restart, announced).
-            let retaken = turn
-                && info["personalityDropped"] == true
-                && !params["personality"].is_null();
+            let retaken =
+                turn && info["personalityDropped"] == true && !params["personality"].is_null();
             d["threads"][thread_id] = next.clone();
             Ok::<_, String>((next, settings, before, retaken))
         })?;
