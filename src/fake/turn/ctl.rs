@@ -15,8 +15,11 @@ pub fn running() -> std::sync::MutexGuard<'static, HashMap<String, Arc<TurnCtl>>
     lock(RUNNING.get_or_init(Default::default))
 }
 
-fn approvals() -> std::sync::MutexGuard<'static, HashMap<String, Arc<Mutex<Vec<String>>>>> {
-    static APPROVALS: std::sync::OnceLock<Mutex<HashMap<String, Arc<Mutex<Vec<String>>>>>> =
+/// What one session approved for itself (see [`session_approvals`]).
+type Approved = Arc<Mutex<Vec<String>>>;
+
+fn approvals() -> std::sync::MutexGuard<'static, HashMap<String, Approved>> {
+    static APPROVALS: std::sync::OnceLock<Mutex<HashMap<String, Approved>>> =
         std::sync::OnceLock::new();
     lock(APPROVALS.get_or_init(Default::default))
 }
@@ -24,7 +27,7 @@ fn approvals() -> std::sync::MutexGuard<'static, HashMap<String, Arc<Mutex<Vec<S
 /// What a thread's session approved for itself (`acceptForSession`): codex keeps it for the
 /// session, every turn of it (fidelity s35350001_0649: a file accepted in one turn is patched
 /// again unasked in the next; turn scenario 211), not past it (see [`new_session`]).
-pub fn session_approvals(thread_id: &str) -> Arc<Mutex<Vec<String>>> {
+pub fn session_approvals(thread_id: &str) -> Approved {
     approvals()
         .entry(thread_id.to_string())
         .or_default()
@@ -58,7 +61,7 @@ pub struct TurnCtl {
     pub responded: AtomicBool,
     /// Commands and patched files approved with `acceptForSession`: the thread's session's
     /// (see [`session_approvals`]).
-    pub(super) session_approved: Arc<Mutex<Vec<String>>>,
+    pub(super) session_approved: Approved,
     /// The `rootTurnId` a `turn/start` gave (else the turn is its own root).
     pub(super) root: Mutex<Option<String>>,
     /// A turn whose task has not begun: codex runs a `thread/shellCommand`'s command or an
