@@ -74,8 +74,9 @@ fn collect_methods(v: &serde_json::Value, out: &mut Vec<String>) {
 }
 
 /// Per version (newest first): the seed and session count of its saved fidelity run, and per
-/// method `[identical, races, sessions]` (`cargo xtask fidelity --save-methods`).
-type Tally = (String, u64, BTreeMap<String, [u64; 3]>);
+/// method `[identical, races, sessions, own]` (`own`: differing sessions whose first
+/// difference is the method's own answer; `cargo xtask fidelity --save-methods`).
+type Tally = (String, u64, BTreeMap<String, [u64; 4]>);
 
 fn generated_by_version() -> Vec<Tally> {
     let mut out = Vec::new();
@@ -88,7 +89,16 @@ fn generated_by_version() -> Vec<Tally> {
             continue;
         };
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let methods = serde_json::from_value(v["methods"].clone()).unwrap();
+        // Runs saved before the `own` count have three numbers: none is known then.
+        let methods: BTreeMap<String, Vec<u64>> =
+            serde_json::from_value(v["methods"].clone()).unwrap();
+        let methods = methods
+            .into_iter()
+            .map(|(m, t)| {
+                let at = |i: usize| t.get(i).copied().unwrap_or(0);
+                (m, [at(0), at(1), at(2), at(3)])
+            })
+            .collect();
         out.push((
             format!("{} (seed {})", p.version, v["seed"]),
             v["sessions"].as_u64().unwrap_or(0),
@@ -139,8 +149,16 @@ fn table() -> String {
         let drawn: Vec<String> = generated
             .iter()
             .map(|(_, _, t)| match t.get(m) {
-                Some([same, 0, n]) => format!("{same}/{n}"),
-                Some([same, races, n]) => format!("{same}/{} (+{races} races)", n - races),
+                Some([same, races, n, own]) => {
+                    let mut cell = format!("{same}/{}", n - races);
+                    if *races > 0 {
+                        cell += &format!(" (+{races} races)");
+                    }
+                    if *own > 0 {
+                        cell += &format!(" [{own} at its answer]");
+                    }
+                    cell
+                }
                 None => "—".to_string(),
             })
             .collect();
@@ -160,7 +178,10 @@ fn table() -> String {
          server and replayed against the fake (`tests/turns.rs`: fake = real). \
          \"Generated\": of the sessions of one `cargo xtask fidelity` run per version that sent \
          the method, how many were identical to a real run (the strict verdict; sessions the \
-         real server raced on itself are counted apart), in the order {gen_order} \
+         real server raced on itself are counted apart; \"[k at its answer]\": of those \
+         that differed, the k whose first difference was this method's own answer — the others \
+         parted elsewhere, at a notification or another method's answer), in the order \
+         {gen_order} \
          (`cargo xtask fidelity --seed S --sessions N --version V --save-methods` writes \
          `tests/corpus/<V>/fidelity_methods.json`).\n\n\
          | Method | Answered by | Versions | Generated | Shown by |\n|---|---|---|---|---|\n{rows}",

@@ -700,31 +700,60 @@ fn report(
 /// Per client method of the version's schema that some session sent: `[identical, races,
 /// sessions]`, the sessions that sent it, how many of them were identical (the strict verdict)
 /// and how many the real server's own races left unjudged.
+/// Per client method sent: `[identical, races, sessions, own]`, where `own` counts the
+/// differing sessions whose first difference is that method's own answer (see
+/// [`answered_methods`]); a session that parts elsewhere (a notification, another method's
+/// answer) counts against every method it sent but against none as its own.
 fn method_tally(
     version: &str,
     cases: &[Case],
     results: &[(usize, Verdict)],
-) -> BTreeMap<String, [usize; 3]> {
+) -> BTreeMap<String, [usize; 4]> {
     let protocol = codex_wire::by_version(version).unwrap_or_else(codex_wire::newest);
-    let mut tally: BTreeMap<String, [usize; 3]> = BTreeMap::new();
+    let mut tally: BTreeMap<String, [usize; 4]> = BTreeMap::new();
     for (i, v) in results {
         let mut sent = generate::methods_sent(&cases[*i]);
         sent.sort();
         sent.dedup();
+        let own = match v {
+            Verdict::Differs { class, .. } => answered_methods(class),
+            _ => Vec::new(),
+        };
         for m in sent {
             if !protocol.client_methods.contains(&m.as_str()) {
                 continue;
             }
-            let t = tally.entry(m).or_default();
+            let t = tally.entry(m.clone()).or_default();
             match v {
                 Verdict::Identical => t[0] += 1,
                 Verdict::RealRace { .. } => t[1] += 1,
                 Verdict::Differs { .. } => {}
             }
             t[2] += 1;
+            if own.contains(&m) {
+                t[3] += 1;
+            }
         }
     }
     tally
+}
+
+/// The methods whose answer (a result or an error, on either side) is where a difference's
+/// class says two transcripts part: `out result of thread/fork $.result…`,
+/// `out error of a / out result of b …`.
+fn answered_methods(class: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in class.split(" / ") {
+        for kind in ["result of ", "error of "] {
+            if let Some(rest) = part.split_once(kind).map(|(_, r)| r) {
+                let method = rest.split_whitespace().next().unwrap_or_default();
+                if !method.is_empty() && method != "?" && !out.iter().any(|m| m == method) {
+                    out.push(method.to_string());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Keeps a session as a corpus case: the case, and the real server's transcript of it
@@ -751,6 +780,55 @@ fn keep(runner: &Runner, case: &Case) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_difference_is_owned_by_the_answers_it_names_only() {
+        assert_eq!(
+            answered_methods("out result of thread/resume $.result.itemsBackwardsCursor"),
+            ["thread/resume"]
+        );
+        assert_eq!(
+            answered_methods(
+                "out error of thread/name/set / out result of thread/name/set $.error"
+            ),
+            ["thread/name/set"]
+        );
+        assert_eq!(
+            answered_methods("out account/login/completed / out result of plugin/list different"),
+            ["plugin/list"]
+        );
+        // A notification, or an answer to a request the class could not name, is no method's.
+        assert!(answered_methods("out item/completed $.params.item.status").is_empty());
+        assert!(answered_methods("out result of ? $.result").is_empty());
+    }
+
+    #[test]
+    fn the_tally_charges_a_difference_to_its_own_method_only() {
+        let case = |name: &str, after: Value| -> Case {
+            serde_json::from_value(json!({"name": name, "scenario": {"turns": []},
+                                          "inputs": ["x"], "after": after}))
+            .unwrap()
+        };
+        let read = json!({"method": "config/read", "params": {}});
+        let list = json!({"method": "thread/list", "params": {}});
+        let cases = vec![
+            case("a", json!([read.clone(), list])),
+            case("b", json!([read])),
+        ];
+        let results = vec![
+            (
+                0,
+                Verdict::Differs {
+                    class: "out result of thread/list $.result.data".into(),
+                    detail: String::new(),
+                },
+            ),
+            (1, Verdict::Identical),
+        ];
+        let t = method_tally("0.171.0", &cases, &results);
+        assert_eq!(t["config/read"], [1, 0, 2, 0]);
+        assert_eq!(t["thread/list"], [0, 0, 1, 1]);
+    }
 
     /// A transcript file of out-lines (methods with a text), and the path it is at.
     fn transcript(dir: &Path, name: &str, lines: &[(&str, &str)]) -> PathBuf {
@@ -899,10 +977,11 @@ mod tests {
             (3, race),
         ];
         let t = method_tally("0.171.0", &cases, &results);
-        assert_eq!(t["config/read"], [1, 1, 3]);
-        assert_eq!(t["model/list"], [1, 0, 2]);
+        // No method's own answer named ("x"): the difference is none's own.
+        assert_eq!(t["config/read"], [1, 1, 3, 0]);
+        assert_eq!(t["model/list"], [1, 0, 2, 0]);
         // Every session sends the harness's own requests.
-        assert_eq!(t["turn/start"], [2, 1, 4]);
+        assert_eq!(t["turn/start"], [2, 1, 4, 0]);
         // Not a client method of the schema: not tallied.
         assert!(!t.contains_key("initialized"));
     }
