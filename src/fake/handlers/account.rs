@@ -69,7 +69,8 @@ impl H<'_> {
     /// A login being completed is finished first: a read or a logout answers after its
     /// notifications (turn scenario 41 on every version: codex's auth manager is busy). A
     /// thread fork or a full history read, which take the real server 10–50 ms, answers after
-    /// them too (fidelity s35350001_0059 and _0310 on 0.171.0), and so does a plugin list.
+    /// them too (fidelity s35350001_0059 and _0310 on 0.171.0). (A plugin list races it: 1.8 ms
+    /// before it in turn scenario 219, 5.5 ms after it in fidelity s35350001_0694.)
     pub(super) fn after_logins(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
         while self.fake.logins_pending.load(SeqCst) > 0 && std::time::Instant::now() < deadline {
@@ -95,6 +96,10 @@ impl H<'_> {
     /// The methods a ChatGPT account gates ([`GATED`], [`REMOTE_CONTROL`],
     /// `accountSession/switch`): refused for the login at hand.
     pub(super) fn account_gated(&self, method: &str) -> Result<(), String> {
+        // It reads the login: one being completed finishes first (fidelity s37370001_0262:
+        // `accountSession/switch` sent 0.8 ms after a login's answer, refused after its
+        // completion, on 0.171.0).
+        self.after_logins();
         let auth = self.auth();
         if let Some((_, end)) = GATED.iter().find(|(m, _)| *m == method) {
             return Err(match auth {

@@ -148,9 +148,6 @@ impl H<'_> {
     }
 
     pub(super) fn plugin_list(&self, id: &Value, p: &Value) -> Result<(), String> {
-        // The list asks the login which catalogs it may read: a login being completed finishes
-        // first (fidelity s35350001_0694, both real runs on 0.171.0: 5.5 ms, after it).
-        self.after_logins();
         let empty =
             json!({"marketplaces": [], "marketplaceLoadErrors": [], "featuredPluginIds": []});
         let local = p["marketplaceKinds"]
