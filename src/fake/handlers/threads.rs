@@ -595,9 +595,18 @@ impl H<'_> {
         if info["ephemeral"] == true {
             thread["preview"] = json!("");
         }
+        // A stored legacy history is read from its rollout, which keeps no thread source
+        // (`220_a_legacy_thread_read_shows_no_source`; a paginated one keeps it: `220b`;
+        // fidelity s37370001_0577).
+        // Read so, it has the read state of a thread without a source.
+        let mut read_as = info.clone();
+        if info["historyMode"] == "legacy" && crate::fake::threads::materialized(&info) {
+            thread["threadSource"] = Value::Null;
+            read_as["threadSource"] = Value::Null;
+        }
         self.result(
             id,
-            json!({"thread": thread, "readState": read_state(&thread_id, &info)}),
+            json!({"thread": thread, "readState": read_state(&thread_id, &read_as)}),
         );
         Ok(())
     }
