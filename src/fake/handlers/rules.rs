@@ -326,8 +326,12 @@ impl H<'_> {
         if existing_call && p.get("prompt").is_some() {
             return Err("existingCall transport does not support prompt".into());
         }
-        // Then a voice (a null one is none), still before the thread (fidelity s26260001_0173;
-        // turn scenario 139 on every version).
+        // Then a model (a null one is none: fidelity s37370001_0996; turn scenario 221), then
+        // a voice (a null one is none), still before the thread (fidelity s26260001_0173; turn
+        // scenario 139 on every version).
+        if existing_call && !p["model"].is_null() {
+            return Err("existingCall transport does not support model".into());
+        }
         if existing_call && !p["voice"].is_null() {
             return Err("existingCall transport does not support voice".into());
         }
