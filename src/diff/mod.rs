@@ -7,7 +7,8 @@
 //! - the model's item ids (`msg_…`, `rs_…`, `fc_…`, `call_…`, `ctc_…`) → `<item:N>`;
 //! - timestamps and durations (keys such as `createdAt`, `emittedAtMs`, `durationMs`): a number
 //!   becomes `<time>`; `null` stays `null`, because null against a number is a difference;
-//! - process ids (`processId`, `pid`) → `<pid>`;
+//! - process ids (`processId`, `pid`, `server/diagnostics`' `process.id`) → `<pid>`, and that
+//!   process's memory (`residentMemoryBytes`, `physicalFootprintBytes`) → `<bytes>`;
 //! - `config/read`'s `config` and `origins` are compared with their keys sorted (codex
 //!   serializes them from hash maps: their order differs from one read to the next);
 //! - the version of the session-flags config layer (it hashes the `-c` overrides that name the
@@ -184,6 +185,21 @@ impl Masker {
                 for k in ["config", "origins"] {
                     let v = self.value(Some(k), &m[k]);
                     out.insert(k.to_string(), sorted_keys(&v));
+                }
+                Value::Object(out)
+            }
+            // `server/diagnostics`' process: its id and memory are the process's own.
+            Value::Object(m) if m.contains_key("residentMemoryBytes") => {
+                let mut out = Map::new();
+                for (k, x) in m {
+                    let masked = match (k.as_str(), x) {
+                        ("id", Value::Number(_)) => "<pid>".into(),
+                        ("residentMemoryBytes" | "physicalFootprintBytes", Value::Number(_)) => {
+                            "<bytes>".into()
+                        }
+                        _ => self.value(Some(k), x),
+                    };
+                    out.insert(k.clone(), masked);
                 }
                 Value::Object(out)
             }
@@ -590,6 +606,26 @@ mod tests {
             mask_temp_name("/a/.tmpAAAAAA/b/.tmpBBBBBB"),
             "/a/.tmp<random>/b/.tmp<random>"
         );
+    }
+
+    /// `server/diagnostics`: the process's id and memory are masked; its gauges, a missing
+    /// memory reading and an `id` anywhere else are compared.
+    #[test]
+    fn diagnostics_mask_the_process_s_own_numbers_only() {
+        use serde_json::json;
+        let line = |id: u64, mem: Value, threads: u64, other_id: u64| {
+            json!({"dir": "out", "msg": {"id": other_id, "result": {
+                "process": {"id": id, "residentMemoryBytes": mem, "physicalFootprintBytes": null},
+                "gauges": [{"name": "core.threads.live", "value": threads}]}}})
+            .to_string()
+        };
+        let one = |l: String| masked(&l).unwrap();
+        let a = one(line(11512, json!(153337856), 1, 3));
+        assert_eq!(a, one(line(11989, json!(153481216), 1, 3)));
+        // A gauge, a reading against none, another message id: differences.
+        assert_ne!(a, one(line(11512, json!(153337856), 2, 3)));
+        assert_ne!(a, one(line(11512, Value::Null, 1, 3)));
+        assert_ne!(a, one(line(11512, json!(153337856), 1, 4)));
     }
 
     /// A thread list's next cursor: its clock reading is masked; its id, its shape and a

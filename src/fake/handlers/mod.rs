@@ -374,6 +374,7 @@ const RULES: &[(&str, Handler)] = &[
     ("plugin/install", |h, id, p| h.plugin_install(id, p)),
     ("plugin/uninstall", |h, id, p| h.plugin_uninstall(id, p)),
     ("plugin/list", |h, id, p| h.plugin_list(id, p)),
+    ("server/diagnostics", |h, id, _| h.server_diagnostics(id)),
     ("plugin/installed", |h, id, p| h.plugin_installed(id, p)),
     ("plugin/read", |h, id, p| h.plugin_read(id, p)),
     ("plugin/search", |h, id, p| h.plugin_search(id, p)),

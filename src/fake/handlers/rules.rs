@@ -1579,6 +1579,33 @@ impl H<'_> {
     /// Answers that depend on nothing the fake does not model.
     /// `windowsSandbox/setupStart` off Windows: started, then failed by codex's words for the
     /// mode (`elevated`, else the `legacy` setup).
+    /// `server/diagnostics`: this process and its gauges as codex names them (seen on every
+    /// version: the request itself in flight, none queued, the threads loaded, the turns
+    /// running). The id and memory are this process's own (the comparison masks them).
+    pub(super) fn server_diagnostics(&self, id: &Value) -> Result<(), String> {
+        // Resident pages, as `/proc/self/statm` counts them.
+        let rss = std::fs::read_to_string("/proc/self/statm")
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map(|pages| pages * 4096);
+        let threads = lock(&self.fake.loaded).len();
+        let turns = crate::fake::turn::running()
+            .values()
+            .filter(|c| !c.queued.load(std::sync::atomic::Ordering::SeqCst))
+            .count();
+        let gauge = |name: &str, value: usize| json!({"name": name, "value": value});
+        self.result(
+            id,
+            json!({"process": {"id": std::process::id(), "residentMemoryBytes": rss,
+                               "physicalFootprintBytes": null},
+                   "gauges": [gauge("app.requests.in_flight", 1),
+                              gauge("app.requests.queued", 0),
+                              gauge("core.threads.live", threads),
+                              gauge("core.turns.active", turns)]}),
+        );
+        Ok(())
+    }
+
     pub(super) fn windows_sandbox_setup(&self, id: &Value, p: &Value) -> Result<(), String> {
         let mode = s(p, "mode");
         let kind = if mode == "elevated" {
