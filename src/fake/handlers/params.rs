@@ -231,7 +231,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("sectionId", Unmodeled(NOT_MODELED_LIST)),
             ("sortDirection", Unmodeled("newest first only")),
             ("sortKey", Unmodeled("by update time only")),
-            ("sourceKinds", Unmodeled(NOT_MODELED_LIST)),
+            ("sourceKinds", Read),
             ("useStateDbOnly", Unmodeled("one store")),
         ],
     ),

@@ -1206,6 +1206,15 @@ impl H<'_> {
             .filter(|(_, info)| !info["ephemeral"].as_bool().unwrap_or(false))
             .filter(|_| parent.is_none())
             .filter(|(_, info)| project.is_none_or(|p| info["projectId"] == p))
+            // Source kinds named: a thread of one of them; every thread here is an interactive
+            // `vscode` one (none or an empty list: the interactive kinds; fidelity
+            // s38380001_0258 on 0.169.0, turn scenario 223).
+            .filter(|_| {
+                params["sourceKinds"]
+                    .as_array()
+                    .filter(|k| !k.is_empty())
+                    .is_none_or(|k| k.iter().any(|x| x == "vscode"))
+            })
             // The ids asked for only (an empty list: none), less those excluded (the schema's
             // filters; fidelity s34340001_0950: `includedThreadIds: []` lists nothing).
             .filter(|(tid, _)| {
