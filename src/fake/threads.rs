@@ -55,6 +55,11 @@ impl Fake {
                 "ephemeral thread does not support goals: {thread_id}"
             ));
         }
+        // An archived one is not among the sessions codex looks in (turn scenarios 224, 224b
+        // on every version; fidelity s38380001_0181).
+        if info["archived"] == true && !lock(&self.loaded).contains(&thread_id) {
+            return Err(format!("thread not found: {thread_id}"));
+        }
         Ok((thread_id, info))
     }
 
