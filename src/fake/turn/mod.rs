@@ -159,6 +159,13 @@ pub fn start_queued(conn: &Arc<Conn>, id: &Value, thread_id: &str, params: &Valu
         "responsesapiClientMetadata": params["responsesapiClientMetadata"]});
     let note = json!({"threadId": thread_id});
     conn.notify("thread/queue/changed", note.clone());
+    // Taking the input starts a turn as `turn/start` does: a model without metadata is warned
+    // of first (fidelity s38380001_0193 on 0.163.0: between the two changes).
+    let model = conn
+        .fake
+        .model_of(&conn.fake.store.load()["threads"][thread_id]);
+    let warning = conn.fake.catalog.unknown_model_warning(&model);
+    let thread = thread_id.to_string();
     let script = next_script(conn);
     let (ctl, started) = register(thread_id);
     let (conn, id, params) = (conn.clone(), id.clone(), params.clone());
@@ -166,6 +173,9 @@ pub fn start_queued(conn: &Arc<Conn>, id: &Value, thread_id: &str, params: &Valu
         .name("fake-queued-turn".into())
         .spawn(move || {
             std::thread::sleep(QUEUE_TAKEN);
+            if let Some(message) = warning {
+                conn.notify("warning", json!({"threadId": thread, "message": message}));
+            }
             conn.notify("thread/queue/changed", note);
             conn.send(json!({"id": id, "result": {"queuedSubmission": submission}}));
             std::thread::sleep(QUEUE_START);
