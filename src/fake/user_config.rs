@@ -407,16 +407,41 @@ pub fn apply(root: &mut Map<String, Value>, segments: &[String], value: &Value, 
     }
 }
 
-/// Removes the tables along `segments` that hold nothing.
-pub fn prune_empty(root: &mut Map<String, Value>, segments: &[String]) {
-    let Some((first, rest)) = segments.split_first() else {
+/// The tables along `segments` (the key's parents, deepest first) that hold only tables: TOML
+/// writes no header of their own for them.
+pub fn implicit_parents(root: &Map<String, Value>, segments: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut current = root;
+    for i in 0..segments.len().saturating_sub(1) {
+        let Some(Value::Object(t)) = current.get(&segments[i]) else {
+            break;
+        };
+        if t.values().all(Value::is_object) {
+            out.push(segments[..=i].to_vec());
+        }
+        current = t;
+    }
+    out.reverse();
+    out
+}
+
+/// Removes the table at `path` if it holds nothing.
+pub fn remove_if_empty(root: &mut Map<String, Value>, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else {
         return;
     };
-    if let Some(Value::Object(t)) = root.get_mut(first) {
-        prune_empty(t, rest);
-        if t.is_empty() {
-            root.shift_remove(first);
+    let mut current = root;
+    for p in parents {
+        match current.get_mut(p) {
+            Some(Value::Object(t)) => current = t,
+            _ => return,
         }
+    }
+    if current
+        .get(last)
+        .is_some_and(|t| t.as_object().is_some_and(Map::is_empty))
+    {
+        current.shift_remove(last);
     }
 }
 

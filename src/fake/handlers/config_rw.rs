@@ -102,7 +102,7 @@ impl H<'_> {
         };
         let mut table = self.user_table();
         let mut paths = Vec::new();
-        let mut cleared = Vec::new();
+        let mut implicit = Vec::new();
         if let Some(expected) = p["expectedVersion"].as_str() {
             if expected != uc::version(&table) {
                 return Err(uc::refusal(
@@ -123,26 +123,30 @@ impl H<'_> {
                     return Err(uc::refusal(uc::VALIDATION, LEGACY_PROFILES));
                 }
             }
+            // The tables along a cleared key that hold only tables: TOML writes them as no
+            // header of their own (`[mcp_servers.docs]`), so one its clear leaves empty is gone.
+            if value.is_null() {
+                implicit.extend(uc::implicit_parents(&table, &segments));
+            }
             uc::apply(
                 &mut table,
                 &segments,
                 value,
                 edit["mergeStrategy"] == "upsert",
             );
-            if value.is_null() {
-                cleared.push(segments.clone());
-            }
             paths.push(segments);
         }
         self.fake.config_facts.check(&table)?;
         let overridden = uc::overridden(&table, &uc::flags(&self.fake.overrides), &paths);
-        // A table a clear left empty is not written back (codex's editor drops a table header
-        // with nothing under it), though the answer's version still counts it. An empty table
-        // written as such keeps its header (fidelity s17170001_0203: `{}` read back after a
-        // later write).
+        // A table with a header of its own that a clear leaves empty keeps it, as one written
+        // empty does: read back as `{}` (turn scenario 226 on every version: a value write's
+        // upsert and replace and a batch write, each clearing the table's only key; fidelity
+        // s39390001_0056, s17170001_0203). One that only held tables has no header: left
+        // empty, it is not written back, though the answer's version still counts it
+        // (`51_settings`: `mcp_servers` once its one server is cleared).
         let mut file_table = table.clone();
-        for p in &cleared {
-            uc::prune_empty(&mut file_table, p);
+        for p in &implicit {
+            uc::remove_if_empty(&mut file_table, p);
         }
         let text = uc::to_toml(&file_table);
         // Written as codex writes it; a home that cannot be written is codex's internal error,
