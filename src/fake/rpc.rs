@@ -58,6 +58,9 @@ pub struct Fake {
     pub search_sessions: Mutex<HashMap<String, Vec<String>>>,
     /// API-key logins answered but not yet completed (`handlers::account`).
     pub logins_pending: std::sync::atomic::AtomicUsize,
+    /// Server→client requests this process has sent (`None` before the first; then how many
+    /// await their answer): `server/diagnostics` gauges them once there was one.
+    pub server_requests: Mutex<Option<usize>>,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
@@ -106,6 +109,7 @@ impl Fake {
             settings_unannounced: Mutex::new(HashMap::new()),
             search_sessions: Mutex::new(HashMap::new()),
             logins_pending: std::sync::atomic::AtomicUsize::new(0),
+            server_requests: Mutex::new(None),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: TurnFacts::of(protocol),
             catalog: super::catalog::Catalog::of(protocol),
@@ -435,6 +439,17 @@ impl Conn {
         let key = id.to_string();
         lock(&self.session).expect_response(&id, method);
         lock(&self.pending).insert(key.clone(), None);
+        *lock(&self.fake.server_requests).get_or_insert(0) += 1;
+        // Whatever ends the wait, the request no longer awaits its answer.
+        struct Settled<'a>(&'a Mutex<Option<usize>>);
+        impl Drop for Settled<'_> {
+            fn drop(&mut self) {
+                if let Some(n) = lock(self.0).as_mut() {
+                    *n = n.saturating_sub(1);
+                }
+            }
+        }
+        let _settled = Settled(&self.fake.server_requests);
         self.send(json!({"method": method, "id": id, "params": params}));
         let deadline = Instant::now() + timeout;
         let mut pending = lock(&self.pending);

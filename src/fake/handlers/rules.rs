@@ -1594,14 +1594,23 @@ impl H<'_> {
             .filter(|c| !c.queued.load(std::sync::atomic::Ordering::SeqCst))
             .count();
         let gauge = |name: &str, value: usize| json!({"name": name, "value": value});
+        let mut gauges = vec![
+            gauge("app.requests.in_flight", 1),
+            gauge("app.requests.queued", 0),
+        ];
+        // Gauged once the process has sent a server→client request (an approval, a question):
+        // every real answer after one has it, none before (fidelity s39390001_0477 and 14 more
+        // sessions on the three versions).
+        if let Some(pending) = *lock(&self.fake.server_requests) {
+            gauges.push(gauge("app.server_requests.pending", pending));
+        }
+        gauges.push(gauge("core.threads.live", threads));
+        gauges.push(gauge("core.turns.active", turns));
         self.result(
             id,
             json!({"process": {"id": std::process::id(), "residentMemoryBytes": rss,
                                "physicalFootprintBytes": null},
-                   "gauges": [gauge("app.requests.in_flight", 1),
-                              gauge("app.requests.queued", 0),
-                              gauge("core.threads.live", threads),
-                              gauge("core.turns.active", turns)]}),
+                   "gauges": gauges}),
         );
         Ok(())
     }
