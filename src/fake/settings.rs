@@ -191,13 +191,7 @@ fn sandbox_object(mode: &str, roots: &[String], cwd: &str, cfg: &Config) -> Valu
 /// `/tmp`, `$TMPDIR`, then its own.
 fn project_policy(policy: &Value, roots: &[String], cwd: &str) -> Value {
     let mut p = sandbox_policy(policy);
-    let own: Vec<String> = p["writableRoots"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let own = crate::fake::state::strings(&p["writableRoots"]);
     let writable = if roots.iter().any(|r| r == cwd) {
         dedup(
             own.into_iter()

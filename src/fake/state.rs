@@ -14,6 +14,16 @@ pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The strings of a JSON array, owned (anything else in it skipped; not an array: none).
+pub fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
 pub fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }

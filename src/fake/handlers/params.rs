@@ -726,6 +726,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ("userVerification/status", &[]),
     ("memory/status", &[("minConsolidatedThreads", Read)]),
     ("windowsSandbox/readiness", &[]),
+    ("server/diagnostics", &[]),
     (
         "windowsSandbox/setupStart",
         &[

@@ -10,13 +10,10 @@ impl H<'_> {
         let name = params["clientInfo"]["name"].as_str().unwrap_or("codex");
         let version = params["clientInfo"]["version"].as_str().unwrap_or("");
         *lock(&self.client_name) = name.to_string();
-        *lock(&self.opt_out) = params["capabilities"]["optOutNotificationMethods"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect();
+        *lock(&self.opt_out) =
+            crate::fake::state::strings(&params["capabilities"]["optOutNotificationMethods"])
+                .into_iter()
+                .collect();
         let ua = format!(
             "{name}/{} ({}; {}) {} ({name}; {version})",
             self.fake.protocol.version,

@@ -1483,13 +1483,7 @@ fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
 /// Whether a thread works in no workspace root: its sandbox then writes `/tmp` only.
 fn works_nowhere(info: &Value) -> bool {
     let envs = info["environments"].as_array().cloned();
-    let roots: Vec<String> = info["roots"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let roots = crate::fake::state::strings(&info["roots"]);
     info["environments"] == json!([])
         || (info["roots"].is_array()
             && crate::fake::settings::shown_roots(&envs, &roots).is_empty())

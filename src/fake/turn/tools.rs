@@ -872,13 +872,7 @@ impl<'a> Ctx<'a> {
     fn missing_writable_root(&self) -> bool {
         let data = self.conn.fake.store.load();
         let t = &data["threads"][&self.ctl.thread_id];
-        let roots: Vec<String> = t["roots"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect();
+        let roots = crate::fake::state::strings(&t["roots"]);
         // A sandbox set over no root (`environments: []`, kept as `rootless:` by a resume
         // whatever cwd it gives) writes `/tmp` only: the cwd is no root of it (fidelity
         // s33330001_0794: resumed into a cwd not made yet, its patch under `/tmp` ran).

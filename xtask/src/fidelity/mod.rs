@@ -802,13 +802,15 @@ mod tests {
         assert!(answered_methods("out result of ? $.result").is_empty());
     }
 
+    /// A one-turn case that sends `after` once its turn is done.
+    fn case(name: &str, after: Value) -> Case {
+        serde_json::from_value(json!({"name": name, "scenario": {"turns": []},
+                                      "inputs": ["x"], "after": after}))
+        .unwrap()
+    }
+
     #[test]
     fn the_tally_charges_a_difference_to_its_own_method_only() {
-        let case = |name: &str, after: Value| -> Case {
-            serde_json::from_value(json!({"name": name, "scenario": {"turns": []},
-                                          "inputs": ["x"], "after": after}))
-            .unwrap()
-        };
         let read = json!({"method": "config/read", "params": {}});
         let list = json!({"method": "thread/list", "params": {}});
         let cases = vec![
@@ -949,11 +951,6 @@ mod tests {
     /// differing session is drawn but not identical, a race is counted apart.
     #[test]
     fn the_method_tally_counts_sessions_by_verdict() {
-        let case = |name: &str, after: Value| -> Case {
-            serde_json::from_value(json!({"name": name, "scenario": {"turns": []},
-                                          "inputs": ["x"], "after": after}))
-            .unwrap()
-        };
         let read = json!({"method": "config/read", "params": {}});
         let models = json!({"method": "model/list", "params": {}});
         let cases = vec![
