@@ -67,15 +67,10 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(&argv);
     // A report cut short by its reader (`| head`) ends quietly, as other tools' do; the
-    // servers keep handling a closed peer themselves.
+    // servers keep handling a closed peer themselves, and `validate` stops with exit 2.
     if matches!(
         cli.command,
-        Cmd::Validate(_)
-            | Cmd::Diff(_)
-            | Cmd::Compat(_)
-            | Cmd::Versions
-            | Cmd::ConfigToml
-            | Cmd::Completions { .. }
+        Cmd::Diff(_) | Cmd::Compat(_) | Cmd::Versions | Cmd::ConfigToml | Cmd::Completions { .. }
     ) {
         // SAFETY: restores the default action of one signal before any thread starts.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
