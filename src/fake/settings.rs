@@ -280,6 +280,22 @@ pub fn shown_roots(environments: &Option<Vec<Value>>, roots: &[String]) -> Vec<S
     }
 }
 
+/// Whether a thread works in no workspace root, so that its sandbox writes `/tmp` only and
+/// not the cwd it shows: a sandbox kept over no root by a resume or fork (`rootless:<mode>`,
+/// whatever cwd it gives), `environments: []`, or roots given and none shown
+/// (`runtimeWorkspaceRoots: []`). Decides both what a fork or resume keeps and which roots a
+/// patch needs (turn scenarios `203_fork_of_a_rootless_start`, `217`; fidelity s33330001_0794,
+/// s34340001_0143).
+pub fn works_nowhere(thread: &Value) -> bool {
+    let envs = thread["environments"].as_array().cloned();
+    let roots = crate::fake::state::strings(&thread["roots"]);
+    thread["sandboxSetting"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("rootless:"))
+        || thread["environments"] == json!([])
+        || (thread["roots"].is_array() && shown_roots(&envs, &roots).is_empty())
+}
+
 /// A list of paths without repeats, order kept.
 fn dedup(paths: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

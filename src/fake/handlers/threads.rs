@@ -1474,19 +1474,12 @@ fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
     }
     let setting = info["sandboxSetting"].as_str()?;
     match setting.split_once(':')? {
-        ("mode", m) if works_nowhere(info) => Some(json!(format!("rootless:{m}"))),
+        ("mode", m) if crate::fake::settings::works_nowhere(info) => {
+            Some(json!(format!("rootless:{m}")))
+        }
         ("rootless", _) => Some(json!(setting)),
         _ => None,
     }
-}
-
-/// Whether a thread works in no workspace root: its sandbox then writes `/tmp` only.
-fn works_nowhere(info: &Value) -> bool {
-    let envs = info["environments"].as_array().cloned();
-    let roots = crate::fake::state::strings(&info["roots"]);
-    info["environments"] == json!([])
-        || (info["roots"].is_array()
-            && crate::fake::settings::shown_roots(&envs, &roots).is_empty())
 }
 
 /// A cold `thread/resume`'s settings as `thread/start` params: the thread's own (its sandbox

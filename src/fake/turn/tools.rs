@@ -873,13 +873,9 @@ impl<'a> Ctx<'a> {
         let data = self.conn.fake.store.load();
         let t = &data["threads"][&self.ctl.thread_id];
         let roots = crate::fake::state::strings(&t["roots"]);
-        // A sandbox set over no root (`environments: []`, kept as `rootless:` by a resume
-        // whatever cwd it gives) writes `/tmp` only: the cwd is no root of it (fidelity
+        // A thread working in no root writes `/tmp` only: its cwd is no root of it (fidelity
         // s33330001_0794: resumed into a cwd not made yet, its patch under `/tmp` ran).
-        let rootless = t["sandboxSetting"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("rootless:"));
-        let shown = if rootless {
+        let shown = if crate::fake::settings::works_nowhere(t) {
             Vec::new()
         } else {
             crate::fake::settings::shown_roots(&t["environments"].as_array().cloned(), &roots)
