@@ -218,7 +218,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
                 "cursor",
                 Unmodeled("one page: the cursors are given, not followed"),
             ),
-            ("cwd", Unmodeled(NOT_MODELED_LIST)),
+            ("cwd", Read),
             ("excludedThreadIds", Read),
             ("includeAttachedThreads", Unmodeled(NOT_MODELED_LIST)),
             ("includedThreadIds", Read),

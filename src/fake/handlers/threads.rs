@@ -1291,6 +1291,13 @@ impl H<'_> {
                 }
                 (updated, t, revision_state(tid, info))
             })
+            // A cwd filter: the threads listed with one of its paths, each resolved against the
+            // server's own cwd (`normalize_thread_list_cwd_filters`: a relative path such as
+            // `sub/` names a directory under it; fidelity s40400001_0083).
+            .filter(|(_, t, _)| {
+                cwd_filter(&params["cwd"], &self.fake.cwd)
+                    .is_none_or(|cwds| cwds.iter().any(|c| t["cwd"] == c.as_str()))
+            })
             .collect();
         threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
         // A page holds one thread at least (`limit: 0` lists one: turn scenario 177, fidelity
@@ -1480,6 +1487,21 @@ fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
         ("rootless", _) => Some(json!(setting)),
         _ => None,
     }
+}
+
+/// `thread/list`'s cwd filter, one path or several, as absolute paths (none: no filter).
+fn cwd_filter(given: &Value, server_cwd: &Path) -> Option<Vec<String>> {
+    let paths = match given {
+        Value::String(one) => vec![one.clone()],
+        Value::Array(_) => crate::fake::state::strings(given),
+        _ => return None,
+    };
+    Some(
+        paths
+            .iter()
+            .map(|c| settings::resolve_path(c, server_cwd))
+            .collect(),
+    )
 }
 
 /// A cold `thread/resume`'s settings as `thread/start` params: the thread's own (its sandbox
