@@ -191,7 +191,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         "thread/loaded/list",
         &[
             ("cursor", Read),
-            ("limit", Unmodeled("the loaded threads come in one page")),
+            ("limit", Read),
         ],
     ),
     ("thread/unsubscribe", &[("threadId", Read)]),

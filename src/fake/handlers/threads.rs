@@ -657,16 +657,33 @@ impl H<'_> {
     /// `thread/loaded/list`: the threads this process holds, oldest first.
     /// `thread/loaded/list`: the loaded threads by id, after the cursor (a thread id).
     pub(super) fn loaded_list(&self, id: &Value, params: &Value) -> Result<(), String> {
-        let cursor = params["cursor"].as_str();
-        if let Some(c) = cursor {
-            if uuid::Uuid::parse_str(c).is_err() {
-                return Err(format!("invalid cursor: {c}"));
-            }
-        }
         let mut data: Vec<String> = lock(&self.fake.loaded).iter().cloned().collect();
+        // Nothing loaded: an empty page, whatever the cursor (codex returns before reading
+        // it: `thread_loaded_list_response_inner`; fidelity s40400001_0494).
+        if data.is_empty() {
+            self.result(id, json!({"data": [], "nextCursor": null}));
+            return Ok(());
+        }
         data.sort();
-        data.retain(|t| cursor.is_none_or(|c| t.as_str() > c));
-        self.result(id, json!({"data": data, "nextCursor": null}));
+        let total = data.len();
+        // A cursor is a thread id (as codex writes it), the page starting after it.
+        let start = match params["cursor"].as_str() {
+            None => 0,
+            Some(c) => match uuid::Uuid::parse_str(c) {
+                Ok(u) => data.iter().filter(|t| **t <= u.to_string()).count(),
+                Err(_) => return Err(format!("invalid cursor: {c}")),
+            },
+        };
+        // `limit` threads a page (all by default, one at least); the cursor of a page that
+        // leaves threads after it is its last id.
+        let limit = params["limit"]
+            .as_u64()
+            .map_or(total, |l| l as usize)
+            .max(1);
+        let end = start.saturating_add(limit).min(total);
+        let page = data[start.min(end)..end].to_vec();
+        let next = page.last().filter(|_| end < total).cloned();
+        self.result(id, json!({"data": page, "nextCursor": next}));
         Ok(())
     }
 
