@@ -246,6 +246,52 @@ fn output_deltas_are_compared_by_their_joined_content() {
     );
 }
 
+#[test]
+fn exec_output_chunks_are_compared_joined_per_process_and_stream() {
+    use base64::Engine;
+    let delta = |process: &str, stream: &str, d: &str| {
+        let d = base64::engine::general_purpose::STANDARD.encode(d);
+        json!({"dir": "out", "msg": {"method": "command/exec/outputDelta", "params": {
+            "processId": process, "stream": stream, "deltaBase64": d, "capReached": false}}})
+    };
+    let done = json!({"dir": "out", "msg": {"id": 3, "result": {"exitCode": 101}}});
+    let two = vec![
+        delta("p", "stderr", "ab\n"),
+        delta("p", "stderr", "c\n"),
+        done.clone(),
+    ];
+    let three = vec![
+        delta("p", "stderr", "a"),
+        delta("p", "stderr", "b\n"),
+        delta("p", "stderr", "c\n"),
+        done.clone(),
+    ];
+    let same = |x: &[Value], y: &[Value]| {
+        compare(&masked(&text(x)).unwrap(), &masked(&text(y)).unwrap()).is_ok()
+    };
+    assert!(same(&two, &three), "the same bytes, read in other chunks");
+    let other = vec![
+        delta("p", "stderr", "ab\n"),
+        delta("p", "stderr", "d\n"),
+        done.clone(),
+    ];
+    assert!(!same(&two, &other), "other bytes");
+    let fewer = vec![delta("p", "stderr", "ab\n"), done.clone()];
+    assert!(!same(&two, &fewer), "a missing chunk");
+    let streams = vec![
+        delta("p", "stderr", "ab\n"),
+        delta("p", "stdout", "c\n"),
+        done.clone(),
+    ];
+    assert!(!same(&two, &streams), "a chunk on the other stream");
+    let late = vec![
+        delta("p", "stderr", "ab\n"),
+        done.clone(),
+        delta("p", "stderr", "c\n"),
+    ];
+    assert!(!same(&two, &late), "a chunk after the command's answer");
+}
+
 /// Every tolerance has a kept real-against-real pair that needs it, in some version's
 /// `races/<name>/`, and each kept pair is the same conversation with every tolerance and differs
 /// without its own.

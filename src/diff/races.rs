@@ -36,6 +36,14 @@ pub const TOLERANCES: &[Tolerance] = &[
                 end of that item's `aggregatedOutput`",
     },
     Tolerance {
+        name: "exec_chunks",
+        what: "a standalone command's streamed output (`command/exec/outputDelta`) is sent as \
+               codex reads the pipe: what the program wrote in two writes comes in one read or \
+               two",
+        bound: "adjacent deltas of one stream only (the process id as masked), their joined \
+                bytes compared (and the last one's `capReached`); never across another message",
+    },
+    Tolerance {
         name: "resolved_order",
         what: "right after `serverRequest/resolved`, the thread's status change and the item's \
                completion come in either order",
@@ -191,8 +199,41 @@ fn prepare(t: &[Entry], rules: &Rules) -> Side {
     side
 }
 
+/// Adjacent output deltas of one standalone command's stream, as one.
+fn join_exec_chunks(t: &mut Vec<Entry>) {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let chunk = |e: &Entry| {
+        (method(e) == Some("command/exec/outputDelta") && e.dir == "out").then(|| {
+            let p = &e.msg["params"];
+            (p["processId"].clone(), p["stream"].clone())
+        })
+    };
+    let mut i = 0;
+    while i + 1 < t.len() {
+        let key = chunk(&t[i]);
+        if key.is_some() && key == chunk(&t[i + 1]) {
+            let next = t.remove(i + 1);
+            let decode = |e: &Entry| {
+                b64.decode(e.msg["params"]["deltaBase64"].as_str().unwrap_or(""))
+                    .unwrap_or_default()
+            };
+            let mut bytes = decode(&t[i]);
+            bytes.extend(decode(&next));
+            let params = &mut t[i].msg["params"];
+            params["deltaBase64"] = b64.encode(bytes).into();
+            params["capReached"] = next.msg["params"]["capReached"].clone();
+            continue;
+        }
+        i += 1;
+    }
+}
+
 /// The real server's reorderings, each within its bound, put back in one order.
 fn settle(t: &mut Vec<Entry>, rules: &Rules) {
+    if rules.on("exec_chunks") {
+        join_exec_chunks(t);
+    }
     if rules.on("status_repeat") {
         t.dedup_by(|later, earlier| {
             method(earlier) == Some("thread/status/changed")

@@ -123,6 +123,9 @@ impl H<'_> {
                 let e = std::io::Error::from_raw_os_error(libc::ENOENT);
                 return Err(internal(format!("failed to spawn command: {e}")));
             }
+            if sandboxed == Some(true) && unspawnable && !on("tty") {
+                return self.helper_panic_streamed(id, p, argv[0]);
+            }
             return self.not_modeled("command/exec");
         }
         let Some(sandboxed) = sandboxed else {
@@ -210,6 +213,57 @@ impl H<'_> {
         std::thread::spawn(move || {
             let result = wait(child, deadline, cap);
             conn.result(&id, result);
+        });
+        Ok(())
+    }
+}
+
+impl H<'_> {
+    /// A sandboxed run whose program is not there, its output streamed: the helper's panic
+    /// comes as two stderr deltas (the report up to its backtrace line, then the note: the
+    /// helper writes them apart), then the exit code with no captured output (fidelity
+    /// s40400001_0576 on 0.171.0, both real runs; turn scenario 229 on every version).
+    fn helper_panic_streamed(&self, id: &Value, p: &Value, program: &str) -> Result<(), String> {
+        let cwd = match p["cwd"].as_str() {
+            Some(c) => settings::resolve_path(c, &self.fake.cwd),
+            None => self.fake.cwd.to_string_lossy().into_owned(),
+        };
+        if let Some(e) = turn::spawn_dir_error(&cwd) {
+            return Err(internal(format!("failed to spawn command: {e}")));
+        }
+        let at = self
+            .fake
+            .turn_facts
+            .sandbox_helper_panic_at
+            .as_deref()
+            .unwrap_or(HELPER_PANIC_AT);
+        let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let report = helper_panic(at, program, &e);
+        // A cap below the report is not modeled (what `capReached` then shows).
+        let cap = p["outputBytesCap"].as_u64().unwrap_or(OUTPUT_CAP as u64);
+        if (cap as usize) < report.len() && p["disableOutputCap"] != true {
+            return self.not_modeled("command/exec");
+        }
+        let split = report.find("note: ").unwrap_or(report.len());
+        let (first, second) = report.split_at(split);
+        let process = p["processId"].clone();
+        let (conn, id) = (Arc::clone(self.c), id.clone());
+        let (first, second) = (first.to_string(), second.to_string());
+        std::thread::spawn(move || {
+            std::thread::sleep(HELPER_START);
+            for part in [first, second].iter().filter(|s| !s.is_empty()) {
+                use base64::Engine;
+                let delta = base64::engine::general_purpose::STANDARD.encode(part);
+                conn.notify(
+                    "command/exec/outputDelta",
+                    json!({"processId": process, "stream": "stderr", "deltaBase64": delta,
+                           "capReached": false}),
+                );
+            }
+            conn.result(
+                &id,
+                json!({"exitCode": HELPER_PANIC_EXIT_CODE, "stdout": "", "stderr": ""}),
+            );
         });
         Ok(())
     }

@@ -187,13 +187,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
             ("threadId", Read),
         ],
     ),
-    (
-        "thread/loaded/list",
-        &[
-            ("cursor", Read),
-            ("limit", Read),
-        ],
-    ),
+    ("thread/loaded/list", &[("cursor", Read), ("limit", Read)]),
     ("thread/unsubscribe", &[("threadId", Read)]),
     ("thread/delete", &[("threadId", Read)]),
     (
