@@ -323,6 +323,17 @@ fn mask_keyset_time(s: &str) -> String {
             format!("{a}|<time>|{b}")
         }
         [t, b] if is_iso_time(t) && uuid(b) => format!("<iso-time>|{b}"),
+        // A project page's cursor by recency, `v1|recencyAt|<direction>|<ms>|<project>`: the
+        // clock reading (the latest turn start of the project's threads) masked (turn scenario
+        // 231: the real server against itself parts there only).
+        ["v1", "recencyAt", d, t, b]
+            if (*d == "asc" || *d == "desc")
+                && uuid(b)
+                && t.len() == 13
+                && t.bytes().all(|c| c.is_ascii_digit()) =>
+        {
+            format!("v1|recencyAt|{d}|<time>|{b}")
+        }
         _ => s.to_string(),
     }
 }
@@ -638,6 +649,31 @@ mod tests {
         assert_ne!(a, mask_keyset_time("2026-12-06T02:17:37Z|<uuid:5>"));
         assert_ne!(a, mask_keyset_time("1796387751|<uuid:4>"));
         assert_ne!(a, mask_keyset_time("2026-12-06T02:17:37Z|x|<uuid:4>"));
+    }
+
+    /// A project cursor by recency: its clock reading is masked; its direction, its id, a
+    /// missing recency and a position are not.
+    #[test]
+    fn project_recency_cursors_mask_their_time_only() {
+        let a = mask_keyset_time("v1|recencyAt|asc|1796564885333|<uuid:5>");
+        assert_eq!(a, "v1|recencyAt|asc|<time>|<uuid:5>");
+        assert_eq!(
+            a,
+            mask_keyset_time("v1|recencyAt|asc|1796564886196|<uuid:5>")
+        );
+        assert_ne!(
+            a,
+            mask_keyset_time("v1|recencyAt|desc|1796564885333|<uuid:5>")
+        );
+        assert_ne!(
+            a,
+            mask_keyset_time("v1|recencyAt|asc|1796564885333|<uuid:6>")
+        );
+        assert_ne!(a, mask_keyset_time("v1|recencyAt|asc|null|<uuid:5>"));
+        assert_ne!(
+            a,
+            mask_keyset_time("v1|position|asc|1796564885333|<uuid:5>")
+        );
     }
 
     /// An attachment cursor's clock reading is masked; its ids and shape are not.

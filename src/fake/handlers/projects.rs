@@ -222,34 +222,108 @@ impl H<'_> {
         Ok(())
     }
 
-    /// By position (a sort by recency is not modeled), after a `<position>|<id>` cursor, a
-    /// `limit` of at least one.
+    /// `project/list` as codex's state store pages it (`list_projects`): by position, or by
+    /// recency with projects of no recency last, ascending or descending, ties by id; after a
+    /// cursor of the sort it was given for (`parse_project_cursor`: the legacy `<position>|<id>`
+    /// for position ascending, `v1|<key>|<direction>|<value>|<id>` otherwise), `limit` a page
+    /// (one at least), the next cursor the page's last (fidelity s40400001_0111 on 0.169.0;
+    /// turn scenario 231 on every version).
     pub(super) fn project_list(&self, id: &Value, p: &Value) -> Result<(), String> {
         if p["sortKey"].is_null() && !p["sortDirection"].is_null() {
             return Err(invalid("sortDirection requires sortKey"));
         }
-        if !p["sortKey"].is_null() && p["sortKey"] != "position" || p["sortDirection"] == "desc" {
-            return self.not_modeled("project/list");
-        }
-        let mut all = self.projects().projects;
-        all.sort_by_key(|x| x.position);
-        let after = match p["cursor"].as_str() {
-            Some(c) => {
-                let bad = || invalid("invalid project cursor: malformed or mismatched sort anchor");
-                let (pos, pid) = c.split_once('|').ok_or_else(bad)?;
-                let pos: i64 = pos.parse().map_err(|_| bad())?;
-                all.into_iter()
-                    .filter(|x| (x.position, x.id.as_str()) > (pos, pid))
-                    .collect()
-            }
-            None => all,
+        let by_recency = p["sortKey"] == "recencyAt";
+        // By recency, newest first unless asked (turn scenario 231: an ascending cursor is
+        // refused when no direction is given).
+        let desc = match p["sortDirection"].as_str() {
+            Some(d) => d == "desc",
+            None => by_recency,
         };
-        let (page, next) =
-            super::sections::keyset_page(&after, p, |x| format!("{}|{}", x.position, x.id));
-        let page: Vec<Project> = page.iter().map(|x| self.with_recency(x)).collect();
+        let anchor = match p["cursor"].as_str() {
+            Some(c) => Some(project_cursor_anchor(c, by_recency, desc).ok_or_else(|| {
+                invalid("invalid project cursor: malformed or mismatched sort anchor")
+            })?),
+            None => None,
+        };
+        let mut all: Vec<(Option<i64>, Project)> = self
+            .projects()
+            .projects
+            .iter()
+            .map(|x| (self.recency_ms(&x.id), x.clone()))
+            .collect();
+        // The sort's value (none: a project of no recency, listed last either way).
+        let value = |(ms, x): &(Option<i64>, Project)| {
+            if by_recency {
+                *ms
+            } else {
+                Some(x.position)
+            }
+        };
+        let order = |a: &(Option<i64>, Project), b: &(Option<i64>, Project)| {
+            let (va, vb) = (value(a), value(b));
+            let by_value = match (va, vb) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                (None, None) => std::cmp::Ordering::Equal,
+                _ => return va.is_none().cmp(&vb.is_none()),
+            };
+            let o = by_value.then_with(|| a.1.id.cmp(&b.1.id));
+            if desc {
+                o.reverse()
+            } else {
+                o
+            }
+        };
+        all.sort_by(order);
+        if let Some((at, after_id)) = &anchor {
+            let past = |v: Option<i64>, pid: &str| {
+                let beyond = |o: std::cmp::Ordering| {
+                    if desc {
+                        o.is_lt()
+                    } else {
+                        o.is_gt()
+                    }
+                };
+                match (at, v) {
+                    (Some(a), Some(v)) => {
+                        beyond(v.cmp(a)) || (v == *a && beyond(pid.cmp(after_id.as_str())))
+                    }
+                    (Some(_), None) => true,
+                    (None, None) => beyond(pid.cmp(after_id.as_str())),
+                    (None, Some(_)) => false,
+                }
+            };
+            all.retain(|e| past(value(e), &e.1.id));
+        }
+        let cursor = |e: &(Option<i64>, Project)| {
+            if !by_recency && !desc {
+                return format!("{}|{}", e.1.position, e.1.id);
+            }
+            let key = if by_recency { "recencyAt" } else { "position" };
+            let dir = if desc { "desc" } else { "asc" };
+            let v = value(e).map_or_else(|| "null".to_string(), |v| v.to_string());
+            format!("v1|{key}|{dir}|{v}|{}", e.1.id)
+        };
+        let (page, next) = super::sections::keyset_page(&all, p, cursor);
+        let page: Vec<Project> = page.iter().map(|x| self.with_recency(&x.1)).collect();
         let v = json!({"data": page, "nextCursor": next});
         self.result(id, defaults::shaped(self.fake.protocol, "project/list", v));
         Ok(())
+    }
+
+    /// A project's recency in milliseconds: the latest update of the threads it holds.
+    fn recency_ms(&self, project: &str) -> Option<i64> {
+        let store = self.fake.store.load();
+        store["threads"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, t)| t["projectId"] == project)
+            .filter_map(|(_, t)| {
+                t["updatedAtMs"]
+                    .as_i64()
+                    .or_else(|| t["updatedAt"].as_i64().map(|s| s * 1000))
+            })
+            .max()
     }
 
     /// What is given replaces; `project/changed` only when something changed.
@@ -357,4 +431,31 @@ impl H<'_> {
     pub(super) fn project_exists(&self, pid: &str) -> bool {
         self.projects().projects.iter().any(|x| x.id == pid)
     }
+}
+
+/// A `project/list` cursor's anchor (its value, none for no recency, and its project id), if
+/// it is one of the sort it is given for (codex `parse_project_cursor`).
+fn project_cursor_anchor(c: &str, by_recency: bool, desc: bool) -> Option<(Option<i64>, String)> {
+    if c.len() > 128 {
+        return None;
+    }
+    let parts: Vec<&str> = c.split('|').collect();
+    let key = if by_recency { "recencyAt" } else { "position" };
+    let dir = if desc { "desc" } else { "asc" };
+    let (value, id) = match parts.as_slice() {
+        [value, id] if !by_recency && !desc => (*value, *id),
+        ["v1", k, d, value, id] if *k == key && *d == dir => (*value, *id),
+        _ => return None,
+    };
+    let value = if value == "null" && by_recency {
+        None
+    } else {
+        let parsed: i64 = value.parse().ok()?;
+        if parsed.to_string() != value || (!by_recency && parsed < 0) {
+            return None;
+        }
+        Some(parsed)
+    };
+    let uuid = uuid::Uuid::parse_str(id).ok()?;
+    (uuid.to_string() == id).then(|| (value, id.to_string()))
 }

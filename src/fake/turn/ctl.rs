@@ -69,9 +69,6 @@ pub struct TurnCtl {
     /// to its other requests (`thread/sample` on 0.169.0: fidelity s22220001_0212) and has no
     /// active turn to interrupt (turn scenario 142, fidelity s27270001_0210).
     pub queued: AtomicBool,
-    /// An inline review between its answer and its entry into review mode: the real server
-    /// answers the client's other requests of that time after the entry (see `wait_entries`).
-    pub entering: AtomicBool,
     /// `turn/steer` requests read for this turn and not yet answered (see [`TurnCtl::steering`]).
     pub(super) steering: AtomicUsize,
 }
@@ -92,26 +89,6 @@ impl Drop for SteerMark {
     fn drop(&mut self) {
         self.0.steering.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// Holds a request until every review being entered has entered review mode. Of the client
-/// requests recorded between a review's answer and its `enteredReviewMode` item, ten were
-/// answered after the item (six after its completion too) and three before, all in one run
-/// whose entry was slow (fidelity seeds 27270001, 29290001 and 30300001: s30300001_0640,
-/// 0754); `turn/interrupt` is not held (answered before the entry in both runs of
-/// s27270001_0210).
-pub fn wait_entries() {
-    let deadline = Instant::now() + Duration::from_millis(50);
-    while entries_pending() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
-/// Whether a review is being entered (see `wait_entries`).
-pub fn entries_pending() -> bool {
-    running()
-        .values()
-        .any(|c| c.entering.load(Ordering::SeqCst))
 }
 
 impl TurnCtl {

@@ -27,9 +27,7 @@ mod stream;
 mod tools;
 
 use ctl::End;
-pub use ctl::{
-    entries_pending, new_session, running, stale_turns, steer_arriving, wait_entries, TurnCtl,
-};
+pub use ctl::{new_session, running, stale_turns, steer_arriving, TurnCtl};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
@@ -127,7 +125,6 @@ pub fn start_for_request(
 pub fn start_review(conn: &Arc<Conn>, id: &Value, thread_id: &str, req: ReviewRequest) {
     let (ctl, _) = register(thread_id);
     ctl.queued.store(true, Ordering::SeqCst);
-    ctl.entering.store(true, Ordering::SeqCst);
     let turn_id = ctl.turn_id();
     conn.send(json!({"id": id, "result": review_answer(thread_id, &turn_id, &req.hint)}));
     let conn = conn.clone();
@@ -248,7 +245,6 @@ fn register(thread_id: &str) -> (Arc<TurnCtl>, i64) {
         session_approved: ctl::session_approvals(thread_id),
         root: Mutex::new(None),
         queued: AtomicBool::new(false),
-        entering: AtomicBool::new(false),
         steering: Default::default(),
     });
     running().insert(thread_id.to_string(), ctl.clone());

@@ -258,7 +258,6 @@ pub(super) fn play(
         json!({"type": "enteredReviewMode", "id": uuid::Uuid::now_v7().to_string(),
                "review": req.hint}),
     );
-    ctl.entering.store(false, Ordering::SeqCst);
     let mut rollout = Rollout::load(&thread["rollout"]);
     let entered_at = rollout.add(1);
     // Interruptible until the child starts (an interrupt sent in the first ~1.5 ms after the
