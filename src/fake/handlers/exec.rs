@@ -134,10 +134,7 @@ impl H<'_> {
         let Some((program, args)) = argv.split_first() else {
             return Err("command must not be empty".into());
         };
-        let cwd = match p["cwd"].as_str() {
-            Some(c) => settings::resolve_path(c, &self.fake.cwd),
-            None => self.fake.cwd.to_string_lossy().into_owned(),
-        };
+        let cwd = self.exec_cwd(p);
         // The sandbox helper is spawned in the working directory: a missing one fails the
         // spawn either way.
         if let Some(e) = turn::spawn_dir_error(&cwd) {
@@ -184,13 +181,7 @@ impl H<'_> {
         let child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) if sandboxed => {
-                let at = self
-                    .fake
-                    .turn_facts
-                    .sandbox_helper_panic_at
-                    .as_deref()
-                    .unwrap_or(HELPER_PANIC_AT);
-                let stderr = helper_panic(at, program, &e);
+                let stderr = self.helper_report(program, &e);
                 let result = json!({"exitCode": HELPER_PANIC_EXIT_CODE, "stdout": "",
                                     "stderr": text(stderr.as_bytes(), cap)});
                 // The helper fails once its sandbox is set up: the answer comes that much later
@@ -219,26 +210,36 @@ impl H<'_> {
 }
 
 impl H<'_> {
-    /// A sandboxed run whose program is not there, its output streamed: the helper's panic
-    /// comes as two stderr deltas (the report up to its backtrace line, then the note: the
-    /// helper writes them apart), then the exit code with no captured output (fidelity
-    /// s40400001_0576 on 0.171.0, both real runs; turn scenario 229 on every version).
-    fn helper_panic_streamed(&self, id: &Value, p: &Value, program: &str) -> Result<(), String> {
-        let cwd = match p["cwd"].as_str() {
+    /// The working directory a command runs in: the request's, resolved against the server's.
+    fn exec_cwd(&self, p: &Value) -> String {
+        match p["cwd"].as_str() {
             Some(c) => settings::resolve_path(c, &self.fake.cwd),
             None => self.fake.cwd.to_string_lossy().into_owned(),
-        };
-        if let Some(e) = turn::spawn_dir_error(&cwd) {
-            return Err(internal(format!("failed to spawn command: {e}")));
         }
+    }
+
+    /// The sandbox helper's panic report for `program`, where the version's helper panics.
+    fn helper_report(&self, program: &str, e: &std::io::Error) -> String {
         let at = self
             .fake
             .turn_facts
             .sandbox_helper_panic_at
             .as_deref()
             .unwrap_or(HELPER_PANIC_AT);
+        helper_panic(at, program, e)
+    }
+
+    /// A sandboxed run whose program is not there, its output streamed: the helper's panic
+    /// comes as two stderr deltas (the report up to its backtrace line, then the note: the
+    /// helper writes them apart), then the exit code with no captured output (fidelity
+    /// s40400001_0576 on 0.171.0, both real runs; turn scenario 229 on every version).
+    fn helper_panic_streamed(&self, id: &Value, p: &Value, program: &str) -> Result<(), String> {
+        let cwd = self.exec_cwd(p);
+        if let Some(e) = turn::spawn_dir_error(&cwd) {
+            return Err(internal(format!("failed to spawn command: {e}")));
+        }
         let e = std::io::Error::from_raw_os_error(libc::ENOENT);
-        let report = helper_panic(at, program, &e);
+        let report = self.helper_report(program, &e);
         // A cap below the report is not modeled (what `capReached` then shows).
         let cap = p["outputBytesCap"].as_u64().unwrap_or(OUTPUT_CAP as u64);
         if (cap as usize) < report.len() && p["disableOutputCap"] != true {
