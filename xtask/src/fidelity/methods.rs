@@ -113,11 +113,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 });
                 if !matches!(v, Verdict::Identical) {
                     for side in ["real", "fake", "real2"] {
-                        let from = runner
-                            .work
-                            .join(&case.name)
-                            .join(side)
-                            .join("state/transcript.jsonl");
+                        let from = super::run_transcript(&runner.work, &case.name, side);
                         let _ =
                             std::fs::copy(&from, out.join(format!("{}.{side}.jsonl", case.name)));
                     }

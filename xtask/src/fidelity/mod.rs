@@ -203,11 +203,18 @@ pub(crate) struct Runner {
 /// compaction's token estimate of the history that names the cwd) cannot differ between two
 /// real runs and excuse a fake's difference as a race (before: `real2`, one character longer,
 /// excused seven compaction estimates and search snippets on seeds 37370001 and 40400001).
-fn run_dir(server: &str) -> &str {
+pub(crate) fn run_dir(server: &str) -> &str {
     match server {
         "real2" => "rea2",
         other => other,
     }
+}
+
+/// Where a session's run on `server` left its transcript.
+pub(crate) fn run_transcript(work: &Path, case: &str, server: &str) -> PathBuf {
+    work.join(case)
+        .join(run_dir(server))
+        .join("state/transcript.jsonl")
 }
 
 impl Runner {
@@ -526,11 +533,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 );
                 if !matches!(v, Verdict::Identical) {
                     for side in ["real", "fake", "real2"] {
-                        let from = runner
-                            .work
-                            .join(&case.name)
-                            .join(side)
-                            .join("state/transcript.jsonl");
+                        let from = run_transcript(&runner.work, &case.name, side);
                         let _ =
                             std::fs::copy(&from, out.join(format!("{}.{side}.jsonl", case.name)));
                     }
@@ -799,6 +802,14 @@ mod tests {
         assert_eq!(len("real"), len("fake"));
         assert_eq!(len("real2"), len("real"));
         assert_ne!(run_dir("real2"), run_dir("real"));
+        // The second run's transcript is read from where it ran.
+        let t = run_transcript(Path::new("/w"), "s1", "real2");
+        assert_eq!(
+            t,
+            Path::new("/w/s1")
+                .join(run_dir("real2"))
+                .join("state/transcript.jsonl")
+        );
     }
 
     #[test]
