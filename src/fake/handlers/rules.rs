@@ -998,6 +998,24 @@ impl H<'_> {
         // fidelity s28280001_0603, a deprecated feature), its last turn's failure still
         // showing (fidelity s6060001_0120: `systemError` after a failed turn).
         lock(&self.fake.loaded).insert(thread_id.clone());
+        // Its settings are resolved again as a cold resume's are: a tier its model does not
+        // advertise is warned about again (fidelity s41410001_0038 on 0.171.0; turn scenario
+        // 233 on every version; 0.163.0 takes no tier a turn set back).
+        let tier = crate::fake::settings::configured_tier(&info)
+            .or_else(|| info["serviceTier"].as_str())
+            .map(|t| json!(t))
+            .filter(|_| !self.fake.turn_facts.service_tier_not_resumed);
+        if let Some(tier) = tier {
+            let model = self.model_of(&info);
+            let config = self.fake.config();
+            if let (_, Some(message)) = self.fake.catalog.service_tier(Some(&tier), &config, &model)
+            {
+                self.notify(
+                    "warning",
+                    json!({"threadId": thread_id, "message": message}),
+                );
+            }
+        }
         self.session_repeated(&thread_id);
         let status = if info["systemError"] == true {
             "systemError"
