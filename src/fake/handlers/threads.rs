@@ -1399,8 +1399,9 @@ impl H<'_> {
         };
         // Both parse a "session id" (fidelity s7070001_0507; probed on 0.171.0).
         let (thread_id, info) = self.fake.stored(params, "session", missing)?;
-        if !archive && lock(&self.fake.loaded).contains(&thread_id) {
-            // A loaded thread has its rollout open (codex: the live thread is its writer).
+        // A loaded thread has its rollout open (codex: the live thread is its writer); an
+        // ephemeral one writes none (fidelity s41410001_0144: not found; turn scenario 234).
+        if !archive && info["ephemeral"] != true && lock(&self.fake.loaded).contains(&thread_id) {
             return Err(format!("thread {thread_id} already has an active writer"));
         }
         if info["ephemeral"] == true || (!archive && info["archived"] != true) {
