@@ -14,6 +14,7 @@ mod process;
 mod project;
 mod provider;
 mod rpc;
+mod search;
 pub mod settings;
 pub mod shell;
 mod skills;

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 const NUL_PLACEHOLDER: &str = "<command included NUL byte>";
 
 /// The login shell and flag codex wraps the model's script in.
-const SHELL: &str = "/bin/bash";
+pub(crate) const SHELL: &str = "/bin/bash";
 const SHELL_FLAG: &str = "-lc";
 
 // ================================================================================================

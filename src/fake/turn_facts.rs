@@ -51,6 +51,9 @@ pub struct TurnFacts {
     /// (`linux-sandbox/src/linux_run_main.rs:L:C`, read off a recording): the command's stderr
     /// names it.
     pub sandbox_helper_panic_at: Option<String>,
+    /// `thread/search` cuts its snippet's window from the text with its whitespace already
+    /// joined (not from the text as written).
+    pub search_window_on_joined_text: bool,
     /// `fuzzyFileSearch` scores an entry's path only (no rank for a name that matches or
     /// equals the query).
     pub file_search_path_score_only: bool,

@@ -238,11 +238,11 @@ const RULES: &[(&str, Handler)] = &[
     ("project/update", |h, id, p| h.project_update(id, p)),
     ("project/move", |h, id, p| h.project_move(id, p)),
     ("project/delete", |h, id, p| h.project_delete(id, p)),
-    ("thread/search", |h, _, p| {
-        h.thread_search("thread/search", p)
+    ("thread/search", |h, id, p| {
+        h.thread_search(id, "thread/search", p)
     }),
-    ("thread/search/stream", |h, _, p| {
-        h.thread_search("thread/search/stream", p)
+    ("thread/search/stream", |h, id, p| {
+        h.thread_search(id, "thread/search/stream", p)
     }),
     ("mcpServer/oauth/login", |h, _, p| {
         h.refused("mcpServer/oauth/login", p)

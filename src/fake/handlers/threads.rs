@@ -1102,6 +1102,65 @@ impl H<'_> {
     }
 
     pub(super) fn thread_list(&self, id: &Value, params: &Value) -> Result<(), String> {
+        let threads = self.listed_threads(params, false)?;
+        let (threads, next, back) = page_threads(threads, params);
+        let mut read_states = Map::new();
+        for (_, t, r) in &threads {
+            if !r.is_null() {
+                read_states.insert(t["id"].as_str().unwrap_or_default().to_string(), r.clone());
+            }
+        }
+        let data: Vec<Value> = threads.into_iter().map(|(_, t, _)| t).collect();
+        self.result(
+            id,
+            json!({"data": data, "readStates": read_states, "nextCursor": next,
+                   "backwardsCursor": back}),
+        );
+        Ok(())
+    }
+
+    /// `thread/search`: the threads `thread/list` would list for the same params whose
+    /// history holds the term, any case, each with a snippet of the first text that holds it
+    /// (see [`crate::fake::search`]), paged as the list pages them. `None`: a listed thread
+    /// whose snippet the fake cannot write exactly (the answer is then not modeled).
+    pub(super) fn thread_search_results(&self, params: &Value) -> Result<Option<Value>, String> {
+        let term = params["searchTerm"].as_str().unwrap_or_default().trim();
+        let data = self.fake.store.load();
+        let mut found = Vec::new();
+        for entry in self.listed_threads(params, true)? {
+            let tid = entry.1["id"].as_str().unwrap_or_default().to_string();
+            let info = &data["threads"][&tid];
+            match crate::fake::search::snippet(info, term, &self.fake.turn_facts) {
+                Some(s) => found.push((entry, s)),
+                None => return Ok(None),
+            }
+        }
+        let snippets: Map<String, Value> = found
+            .iter()
+            .map(|(e, s)| (e.1["id"].as_str().unwrap_or_default().to_string(), json!(s)))
+            .collect();
+        let (threads, next, back) =
+            page_threads(found.into_iter().map(|(e, _)| e).collect(), params);
+        let data: Vec<Value> = threads
+            .into_iter()
+            .map(|(_, t, _)| {
+                let snippet = snippets[t["id"].as_str().unwrap_or_default()].clone();
+                json!({"thread": t, "snippet": snippet})
+            })
+            .collect();
+        Ok(Some(
+            json!({"data": data, "nextCursor": next, "backwardsCursor": back}),
+        ))
+    }
+
+    /// The threads `thread/list` lists for `params`, newest first, with their read states, once
+    /// its checks pass. `by_content`: a search's listing, whose term is matched against the
+    /// history (by the caller), not the title and preview.
+    fn listed_threads(
+        &self,
+        params: &Value,
+        by_content: bool,
+    ) -> Result<Vec<(i64, Value, Value)>, String> {
         let archived = params["archived"].as_bool() == Some(true);
         // A project named must exist, checked after the thread ids parsed first and the
         // originators, before the lineage filters (117_thread_list_project,
@@ -1271,7 +1330,7 @@ impl H<'_> {
                         .as_str()
                         .is_some_and(|t| t.to_lowercase().contains(&term.to_lowercase()))
                 };
-                term.is_empty() || has("name") || has("preview")
+                by_content || term.is_empty() || has("name") || has("preview")
             })
             // Attached threads: those of the thread named, empty ones too; otherwise hidden
             // unless a search asks for them (`207_attached_fork`).
@@ -1321,45 +1380,7 @@ impl H<'_> {
             })
             .collect();
         threads.sort_by_key(|(u, _, _)| std::cmp::Reverse(*u));
-        // A page holds one thread at least (`limit: 0` lists one: turn scenario 177, fidelity
-        // s30300001_0203).
-        let limit = params["limit"]
-            .as_u64()
-            .map_or(usize::MAX, |l| (l as usize).max(1));
-        let more = threads.len() > limit;
-        threads.truncate(limit);
-        // The cursors are the edge threads' times as the real server writes them: the next
-        // page's the last one's second and id, the way back the first one's time (turn
-        // scenario 177).
-        let iso = |u: i64| {
-            let (y, mo, d, h, mi, s) = civil(u.div_euclid(1000));
-            format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")
-        };
-        let next = match threads.last().filter(|_| more) {
-            Some((u, t, _)) => json!(format!(
-                "{}Z|{}",
-                iso(*u),
-                t["id"].as_str().unwrap_or_default()
-            )),
-            None => Value::Null,
-        };
-        let back = match threads.first() {
-            Some((u, _, _)) => json!(format!("{}.000Z", iso(*u))),
-            None => Value::Null,
-        };
-        let mut read_states = Map::new();
-        for (_, t, r) in &threads {
-            if !r.is_null() {
-                read_states.insert(t["id"].as_str().unwrap_or_default().to_string(), r.clone());
-            }
-        }
-        let data: Vec<Value> = threads.into_iter().map(|(_, t, _)| t).collect();
-        self.result(
-            id,
-            json!({"data": data, "readStates": read_states, "nextCursor": next,
-                   "backwardsCursor": back}),
-        );
-        Ok(())
+        Ok(threads)
     }
 
     /// The thread's settings with the tier it keeps unshown: what a resume compares to decide
@@ -1509,6 +1530,37 @@ fn kept_sandbox(info: &Value, params: &Value) -> Option<Value> {
         ("rootless", _) => Some(json!(setting)),
         _ => None,
     }
+}
+
+/// A page of listed threads (newest first) and its cursors: `limit` threads a page, one at
+/// least (`limit: 0` lists one: turn scenario 177, fidelity s30300001_0203); the next page's
+/// cursor the last one's second and id, the way back the first one's time (turn scenario 177).
+fn page_threads(
+    mut threads: Vec<(i64, Value, Value)>,
+    params: &Value,
+) -> (Vec<(i64, Value, Value)>, Value, Value) {
+    let limit = params["limit"]
+        .as_u64()
+        .map_or(usize::MAX, |l| (l as usize).max(1));
+    let more = threads.len() > limit;
+    threads.truncate(limit);
+    let iso = |u: i64| {
+        let (y, mo, d, h, mi, s) = civil(u.div_euclid(1000));
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")
+    };
+    let next = match threads.last().filter(|_| more) {
+        Some((u, t, _)) => json!(format!(
+            "{}Z|{}",
+            iso(*u),
+            t["id"].as_str().unwrap_or_default()
+        )),
+        None => Value::Null,
+    };
+    let back = match threads.first() {
+        Some((u, _, _)) => json!(format!("{}.000Z", iso(*u))),
+        None => Value::Null,
+    };
+    (threads, next, back)
 }
 
 /// `thread/list`'s cwd filter, one path or several, as absolute paths (none: no filter).

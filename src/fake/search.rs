@@ -1,0 +1,129 @@
+//! `thread/search`'s match in a thread's history, as codex finds it: the first text of the
+//! history (in rollout order: the turn's environment context, its user message, the model's
+//! messages; not the developer instructions) that holds the term, any case, and a snippet of
+//! it: the characters from 49 before the match to 96 after it, whitespace runs as one space,
+//! `... ` before a window that does not start the text and ` ...` after one that does not end
+//! it. 0.171.0 cuts the window from the text as written, then joins its whitespace; earlier
+//! versions join the text's whitespace first (`search_window_on_joined_text`). Probed on
+//! 0.171.0, 0.169.0 and 0.163.0: turn scenario 235, the probe of 2026-12-06 (a user message, a
+//! model's message, the developer instructions never matched); fidelity s40400001_0250,
+//! s41410001_0001.
+//!
+//! The fake writes the environment context's head only (cwd, shell, date, time zone: what a
+//! match in the cwd shows); a match it cannot place exactly is left unmodeled.
+
+use crate::fake::turn_facts::TurnFacts;
+use serde_json::Value;
+
+/// Characters a snippet shows before the match.
+const BEFORE: usize = 49;
+/// Characters a snippet shows after the match.
+const AFTER: usize = 96;
+
+/// The snippet of the term's first place in the thread's history. `None`: somewhere the fake
+/// does not write (past the environment context's head, or a text whose case folding changes
+/// its length): not modeled.
+pub fn snippet(info: &Value, term: &str, facts: &TurnFacts) -> Option<String> {
+    let mut head = environment_head(info)?;
+    if facts.search_window_on_joined_text {
+        head = collapse(&head);
+    }
+    let (body, start, end) = window(&head, term)?;
+    // The environment context goes on past the head the fake writes.
+    (end <= head.chars().count()).then(|| format_snippet(&body, start > 0, true))
+}
+
+/// The snippet's window over `text` around the first match of `term`: its collapsed text and
+/// its bounds (characters). `None`: no match, or one case folding cannot place.
+fn window(text: &str, term: &str) -> Option<(String, usize, usize)> {
+    let (hay, needle) = (text.to_lowercase(), term.to_lowercase());
+    if hay.len() != text.len() || needle.is_empty() {
+        return None;
+    }
+    let at = hay.find(&needle)?;
+    let chars: Vec<char> = text.chars().collect();
+    let at = text[..at].chars().count();
+    let end_of_match = at + needle.chars().count();
+    let start = at.saturating_sub(BEFORE);
+    let end = (end_of_match + AFTER).min(chars.len());
+    let body: String = chars[start..end].iter().collect();
+    Some((collapse(&body), start, end))
+}
+
+/// Whitespace runs as one space, the ends trimmed.
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn format_snippet(body: &str, cut_before: bool, cut_after: bool) -> String {
+    let mut s = String::new();
+    if cut_before {
+        s.push_str("... ");
+    }
+    s.push_str(body);
+    if cut_after {
+        s.push_str(" ...");
+    }
+    s
+}
+
+/// The head of the environment context a thread's first turn recorded: its cwd, the shell,
+/// the date and the time zone, up to the filesystem's opening tag. `None`: a thread with no
+/// turn, or a shell or time zone the fake cannot name as codex does.
+fn environment_head(info: &Value) -> Option<String> {
+    let started = info["turns"].as_array()?.first()?["startedAt"].as_i64()?;
+    let cwd = info
+        .get(crate::fake::settings::INDEX_CWD)
+        .unwrap_or(&info["cwd"])
+        .as_str()?;
+    let zone = time_zone()?;
+    // The date as the machine's zone reads it; only UTC is written.
+    if zone != "Etc/UTC" && zone != "UTC" {
+        return None;
+    }
+    let (y, m, d, ..) = crate::fake::state::civil(started);
+    let shell = shell_name()?;
+    Some(format!(
+        "<environment_context>\n  <cwd>{cwd}</cwd>\n  <shell>{shell}</shell>\n  \
+         <current_date>{y:04}-{m:02}-{d:02}</current_date>\n  <timezone>{zone}</timezone>\n  \
+         <filesystem>"
+    ))
+}
+
+/// The machine's IANA time zone, as codex reads it: `TZ`, else the zone `/etc/localtime`
+/// links to.
+fn time_zone() -> Option<String> {
+    if let Ok(tz) = std::env::var("TZ") {
+        return (!tz.is_empty()).then_some(tz.trim_start_matches(':').to_string());
+    }
+    let link = std::fs::read_link("/etc/localtime").ok()?;
+    let link = link.to_string_lossy();
+    let (_, zone) = link.split_once("zoneinfo/")?;
+    Some(zone.to_string())
+}
+
+/// The user's shell as codex names it: the fake's is bash (`src/fake/shell.rs`).
+fn shell_name() -> Option<&'static str> {
+    crate::fake::shell::SHELL.rsplit('/').next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_49_characters_before_and_96_after_the_match() {
+        let text = "All parser tests passed after the fix to tokenizer edge cases.";
+        let (body, start, end) = window(text, "EDGE CASES").unwrap();
+        assert_eq!(start, 2);
+        assert_eq!(end, text.len());
+        assert_eq!(
+            format_snippet(&body, start > 0, end < text.len()),
+            "... l parser tests passed after the fix to tokenizer edge cases."
+        );
+        assert_eq!(window(text, "absent"), None);
+        // Whitespace runs are one space; a window past the text's end stops there.
+        let (body, ..) = window("a\n  b  c", "b").unwrap();
+        assert_eq!(body, "a b c");
+    }
+}
