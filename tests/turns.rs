@@ -52,7 +52,11 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
     assert!(cases.len() >= 25, "turn corpus too small: {}", cases.len());
     let bin = Path::new(env!("CARGO_BIN_EXE_codex-wire"));
     // Outside any git repository, as the recordings were made (git state shows in messages).
-    let work = std::env::temp_dir().join(format!("codex-wire-turns-test-{}", std::process::id()));
+    // Short, so that each run's root can be padded to its recording's length (see
+    // `root_as_long`), and named as the recordings' are up to a character (`codex-wire`: a
+    // search for it finds it at the same place; `.`, not `-`: no other path the scenarios name
+    // starts with it).
+    let work = std::env::temp_dir().join(format!("codex-wire.{:x}", std::process::id()));
     // Every (version, scenario) run is a fake process mostly waiting out its own grace windows
     // (a third of a core in all): run a few at once.
     let jobs: Vec<(&'static codex_wire::Protocol, &harness::Case)> = codex_wire::versions()
@@ -90,7 +94,14 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
             bin,
             version: Some(version),
         };
-        let fake = harness::run(case, &server, &work.join(version).join(&case.name))
+        // Under a root as long as the recording's: what codex derives from a path's length
+        // (a search snippet's window) is then the same.
+        let slot = codex_wire::versions()
+            .iter()
+            .position(|v| v.version == version)
+            .unwrap_or(0);
+        let root = root_as_long(&work.join(slot.to_string()).join(&case.name), &real);
+        let fake = harness::run(case, &server, &root)
             .unwrap_or_else(|e| panic!("{version} {}: the fake run failed: {e}", case.name));
         let fake = std::fs::read_to_string(fake).unwrap();
         let drift = schema_drift(p, &case.name, &fake, &real).join("\n");
@@ -209,4 +220,36 @@ fn schema_drift(
         }
     }
     out
+}
+
+/// `root`, its last name padded to the length of the recording's run root (the parent of the
+/// `codexHome` its `initialize` answer names), when it is shorter.
+fn root_as_long(root: &Path, recording: &str) -> std::path::PathBuf {
+    let recorded = recording.find("\"codexHome\":\"").and_then(|at| {
+        let from = at + "\"codexHome\":\"".len();
+        let end = recording[from..].find('"')? + from;
+        Some(Path::new(&recording[from..end]).parent()?.as_os_str().len())
+    });
+    let have = root.as_os_str().len();
+    match recorded {
+        Some(want) if want > have => {
+            let mut padded = root.as_os_str().to_owned();
+            padded.push("_".repeat(want - have));
+            padded.into()
+        }
+        _ => root.to_path_buf(),
+    }
+}
+
+#[test]
+fn a_run_root_is_padded_to_the_recording_s() {
+    let rec = r#"{"msg":{"result":{"codexHome":"/tmp/codex-wire-turns/x/real/codex_home"}}}"#;
+    let root = root_as_long(Path::new("/tmp/codex-wire.1f/0/x"), rec);
+    assert_eq!(root.as_os_str().len(), "/tmp/codex-wire-turns/x/real".len());
+    assert!(root.starts_with("/tmp/codex-wire.1f/0"));
+    // Longer already, or no recorded root: as it is.
+    assert_eq!(
+        root_as_long(Path::new("/a/very/long/root/name/x"), "{}"),
+        Path::new("/a/very/long/root/name/x")
+    );
 }

@@ -90,16 +90,23 @@ fn environment_head(info: &Value) -> Option<String> {
     ))
 }
 
-/// The machine's IANA time zone, as codex reads it: `TZ`, else the zone `/etc/localtime`
-/// links to.
+/// The machine's IANA time zone, as codex reads it (`iana_time_zone`): the zone
+/// `/etc/localtime` links to, else `/etc/timezone`. A `TZ` that is not UTC moves the date codex
+/// writes: not modeled.
 fn time_zone() -> Option<String> {
-    if let Ok(tz) = std::env::var("TZ") {
-        return (!tz.is_empty()).then_some(tz.trim_start_matches(':').to_string());
+    if std::env::var("TZ")
+        .is_ok_and(|tz| !matches!(tz.trim_start_matches(':'), "" | "UTC" | "Etc/UTC"))
+    {
+        return None;
     }
-    let link = std::fs::read_link("/etc/localtime").ok()?;
-    let link = link.to_string_lossy();
-    let (_, zone) = link.split_once("zoneinfo/")?;
-    Some(zone.to_string())
+    if let Ok(link) = std::fs::read_link("/etc/localtime") {
+        let link = link.to_string_lossy();
+        if let Some((_, zone)) = link.split_once("zoneinfo/") {
+            return Some(zone.to_string());
+        }
+    }
+    let zone = std::fs::read_to_string("/etc/timezone").ok()?;
+    Some(zone.trim().to_string()).filter(|z| !z.is_empty())
 }
 
 /// The user's shell as codex names it: the fake's is bash (`src/fake/shell.rs`).
