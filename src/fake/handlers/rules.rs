@@ -1618,7 +1618,14 @@ impl H<'_> {
             .ok()
             .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
             .map(|pages| pages * 4096);
-        let threads = lock(&self.fake.loaded).len();
+        // The loaded threads, and the reviewer sub-agent each one that had a review keeps.
+        let loaded: Vec<String> = lock(&self.fake.loaded).iter().cloned().collect();
+        let store = self.fake.store.load();
+        let reviewers = loaded
+            .iter()
+            .filter(|t| store["threads"][t.as_str()][crate::fake::threads::REVIEWER_LIVE] == true)
+            .count();
+        let threads = loaded.len() + reviewers;
         let turns = crate::fake::turn::running()
             .values()
             .filter(|c| !c.queued.load(std::sync::atomic::Ordering::SeqCst))

@@ -673,6 +673,13 @@ impl<'a> Ctx<'a> {
     /// reports it; the verdict is `scenario.json` `guardian` (`allow`, the default, or `deny`).
     pub(super) fn review(&self, target: &str, at: i64, action: Value) -> bool {
         let allow = Scenario::from_value(&scenario(&self.conn.fake.dir)).guardian_allows();
+        // The reviewer is a sub-agent thread of codex's, live from the thread's first review
+        // on (`server/diagnostics`' `core.threads.live`: fidelity s41410001_0568; turn scenario
+        // 236 on every version).
+        let thread_id = self.ctl.thread_id.clone();
+        self.conn.fake.store.update(|d| {
+            d["threads"][&thread_id][crate::fake::threads::REVIEWER_LIVE] = json!(true)
+        });
         let review_id = uuid::Uuid::now_v7().to_string();
         self.notify(
             "item/autoApprovalReview/started",
