@@ -23,8 +23,9 @@ const AFTER: usize = 96;
 /// The snippet of the term's first place in the thread's history. `None`: somewhere the fake
 /// does not write (past the environment context's head, or a text whose case folding changes
 /// its length): not modeled.
-pub fn snippet(info: &Value, term: &str, facts: &TurnFacts) -> Option<String> {
-    let mut head = environment_head(info)?;
+/// `shell`: the path of the user's shell (codex names its kind).
+pub fn snippet(info: &Value, term: &str, facts: &TurnFacts, shell: &str) -> Option<String> {
+    let mut head = environment_head(info, shell)?;
     if facts.search_window_on_joined_text {
         head = collapse(&head);
     }
@@ -70,7 +71,7 @@ fn format_snippet(body: &str, cut_before: bool, cut_after: bool) -> String {
 /// The head of the environment context a thread's first turn recorded: its cwd, the shell,
 /// the date and the time zone, up to the filesystem's opening tag. `None`: a thread with no
 /// turn, or a shell or time zone the fake cannot name as codex does.
-fn environment_head(info: &Value) -> Option<String> {
+fn environment_head(info: &Value, shell: &str) -> Option<String> {
     let started = info["turns"].as_array()?.first()?["startedAt"].as_i64()?;
     let cwd = info
         .get(crate::fake::settings::INDEX_CWD)
@@ -82,7 +83,7 @@ fn environment_head(info: &Value) -> Option<String> {
         return None;
     }
     let (y, m, d, ..) = crate::fake::state::civil(started);
-    let shell = shell_name()?;
+    let shell = shell.rsplit('/').next()?;
     Some(format!(
         "<environment_context>\n  <cwd>{cwd}</cwd>\n  <shell>{shell}</shell>\n  \
          <current_date>{y:04}-{m:02}-{d:02}</current_date>\n  <timezone>{zone}</timezone>\n  \
@@ -107,11 +108,6 @@ fn time_zone() -> Option<String> {
     }
     let zone = std::fs::read_to_string("/etc/timezone").ok()?;
     Some(zone.trim().to_string()).filter(|z| !z.is_empty())
-}
-
-/// The user's shell as codex names it: the fake's is bash (`src/fake/shell.rs`).
-fn shell_name() -> Option<&'static str> {
-    crate::fake::shell::SHELL.rsplit('/').next()
 }
 
 #[cfg(test)]

@@ -1433,11 +1433,11 @@ fn normalize(path: &str) -> String {
 pub mod internals {
     /// The script's commands as codex's word-only parser sees them.
     pub fn plain_commands(script: &str) -> Option<Vec<Vec<String>>> {
-        super::plain_commands(script)
+        crate::fake::shell::plain_commands(script)
     }
 
     /// `shlex::split` semantics.
     pub fn shlex_split(input: &str) -> Option<Vec<String>> {
-        super::shlex_split(input)
+        crate::fake::shell::shlex_split(input)
     }
 }

@@ -1130,7 +1130,12 @@ impl H<'_> {
         for entry in self.listed_threads(params, true)? {
             let tid = entry.1["id"].as_str().unwrap_or_default().to_string();
             let info = &data["threads"][&tid];
-            match crate::fake::search::snippet(info, term, &self.fake.turn_facts) {
+            match crate::fake::search::snippet(
+                info,
+                term,
+                &self.fake.turn_facts,
+                crate::fake::shell::SHELL,
+            ) {
                 Some(s) => found.push((entry, s)),
                 None => return Ok(None),
             }
