@@ -100,7 +100,7 @@ fn the_fake_plays_every_recorded_turn_as_each_version_s_real_server_did() {
             .iter()
             .position(|v| v.version == version)
             .unwrap_or(0);
-        let root = root_as_long(&work.join(slot.to_string()).join(&case.name), &real);
+        let root = harness::root_as_long(&work.join(slot.to_string()).join(&case.name), &real);
         let fake = harness::run(case, &server, &root)
             .unwrap_or_else(|e| panic!("{version} {}: the fake run failed: {e}", case.name));
         let fake = std::fs::read_to_string(fake).unwrap();
@@ -222,34 +222,15 @@ fn schema_drift(
     out
 }
 
-/// `root`, its last name padded to the length of the recording's run root (the parent of the
-/// `codexHome` its `initialize` answer names), when it is shorter.
-fn root_as_long(root: &Path, recording: &str) -> std::path::PathBuf {
-    let recorded = recording.find("\"codexHome\":\"").and_then(|at| {
-        let from = at + "\"codexHome\":\"".len();
-        let end = recording[from..].find('"')? + from;
-        Some(Path::new(&recording[from..end]).parent()?.as_os_str().len())
-    });
-    let have = root.as_os_str().len();
-    match recorded {
-        Some(want) if want > have => {
-            let mut padded = root.as_os_str().to_owned();
-            padded.push("_".repeat(want - have));
-            padded.into()
-        }
-        _ => root.to_path_buf(),
-    }
-}
-
 #[test]
 fn a_run_root_is_padded_to_the_recording_s() {
     let rec = r#"{"msg":{"result":{"codexHome":"/tmp/codex-wire-turns/x/real/codex_home"}}}"#;
-    let root = root_as_long(Path::new("/tmp/codex-wire.1f/0/x"), rec);
+    let root = harness::root_as_long(Path::new("/tmp/codex-wire.1f/0/x"), rec);
     assert_eq!(root.as_os_str().len(), "/tmp/codex-wire-turns/x/real".len());
     assert!(root.starts_with("/tmp/codex-wire.1f/0"));
     // Longer already, or no recorded root: as it is.
     assert_eq!(
-        root_as_long(Path::new("/a/very/long/root/name/x"), "{}"),
+        harness::root_as_long(Path::new("/a/very/long/root/name/x"), "{}"),
         Path::new("/a/very/long/root/name/x")
     );
 }

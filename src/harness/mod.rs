@@ -508,6 +508,25 @@ pub fn run_parallel<T: Sync, R: Send>(
         .collect()
 }
 
+/// `root`, its last name padded to the length of the recording's run root (the parent of the
+/// `codexHome` its `initialize` answer names), when it is shorter.
+pub fn root_as_long(root: &Path, recording: &str) -> PathBuf {
+    let recorded = recording.find("\"codexHome\":\"").and_then(|at| {
+        let from = at + "\"codexHome\":\"".len();
+        let end = recording[from..].find('"')? + from;
+        Some(Path::new(&recording[from..end]).parent()?.as_os_str().len())
+    });
+    let have = root.as_os_str().len();
+    match recorded {
+        Some(want) if want > have => {
+            let mut padded = root.as_os_str().to_owned();
+            padded.push("_".repeat(want - have));
+            padded.into()
+        }
+        _ => root.to_path_buf(),
+    }
+}
+
 #[cfg(test)]
 mod leftover_tests {
     /// Empty mount points above a run go; a non-empty one, and any outside the temp dir, stay.

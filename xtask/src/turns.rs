@@ -214,7 +214,8 @@ pub fn record(version: &str, only: &[String]) -> Result<(), String> {
 /// A fake binary against the recorded real transcripts (no real server needed).
 fn against_recordings(fake_bin: &Path, only: &[&String]) -> Result<(), String> {
     let dir = corpus_dir(&crate::codex_bin::newest_version()?);
-    let work = std::env::temp_dir().join("codex-wire-turns-other");
+    // Short, and named as the recordings' roots up to a character (see `tests/turns.rs`).
+    let work = std::env::temp_dir().join("codex-wire.other");
     let (mut same, mut total) = (0, 0);
     for case in harness::load_cases(&cases_dir())?
         .iter()
@@ -222,13 +223,14 @@ fn against_recordings(fake_bin: &Path, only: &[&String]) -> Result<(), String> {
     {
         total += 1;
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
+        let text = std::fs::read_to_string(&recorded).unwrap_or_default();
         let fake = harness::run(
             case,
             &Server::Fake {
                 bin: fake_bin,
                 version: None,
             },
-            &work.join(&case.name),
+            &harness::root_as_long(&work.join(&case.name), &text),
         );
         match fake.and_then(|f| compare(&recorded, &f)) {
             Ok(()) => {
