@@ -277,7 +277,10 @@ fn differing(
         .map_err(|e| e.to_string())?;
     // The fake processes the harness starts inherit it.
     std::env::set_var(TURN_FACTS_ENV, &facts_file);
-    let work = std::env::temp_dir().join(format!("codex-wire-facts-{}", std::process::id()));
+    // Short, and named as the recordings' roots up to a character: each replay runs under a
+    // root padded to its recording's length (`harness::root_as_long`), so that what codex
+    // derives from a path's length (a search snippet's window) replays as recorded.
+    let work = std::env::temp_dir().join(format!("codex-wire.f{:x}", std::process::id()));
     // Each replay mostly waits out its grace windows: a few at once, as the turns test plays.
     let same = harness::run_parallel(PARALLEL, cases, |case| {
         let recorded = dir.join(format!("{}.real.jsonl", case.name));
@@ -287,7 +290,8 @@ fn differing(
             bin,
             version: Some(version),
         };
-        let fake = harness::run(case, &server, &work.join(&case.name))
+        let root = harness::root_as_long(&work.join(&case.name), &real);
+        let fake = harness::run(case, &server, &root)
             .and_then(|p| std::fs::read_to_string(p).map_err(|e| e.to_string()))
             .unwrap_or_default();
         Ok::<bool, String>(match (diff::masked(&real), diff::masked(&fake)) {
