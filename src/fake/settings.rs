@@ -498,6 +498,16 @@ pub const SETTING_PARAMS: &[&str] = &[
     "runtimeWorkspaceRoots",
 ];
 
+/// A permission profile and a sandbox policy exclude each other: refused before either is read
+/// (`turn/start`, and `thread/settings/update` before it resolves the profile: turn scenario 232).
+pub fn profile_without_policy(params: &Value) -> Result<(), String> {
+    let given = |k: &str| params.get(k).is_some_and(|v| !v.is_null());
+    if given("permissions") && given("sandboxPolicy") {
+        return Err("`permissions` cannot be combined with `sandboxPolicy`".into());
+    }
+    Ok(())
+}
+
 /// `turn/start`'s settings over a thread's (`build_thread_settings_overrides`): each param
 /// given replaces the thread's setting, and stays for later turns. Returns the thread's info
 /// with them applied, or the real server's error. Checked on 0.171.0, param by param.
@@ -509,9 +519,7 @@ pub fn for_turn(
     texts: &ModeTexts,
 ) -> Result<Value, String> {
     let given = |k: &str| params.get(k).filter(|v| !v.is_null());
-    if given("permissions").is_some() && given("sandboxPolicy").is_some() {
-        return Err("`permissions` cannot be combined with `sandboxPolicy`".into());
-    }
+    profile_without_policy(params)?;
     let mut next = info.clone();
     // A configured tier the model does not advertise is left out of the thread's start (shown
     // null) but stays its setting: the first turn or update that carries settings shows it; a

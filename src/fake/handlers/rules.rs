@@ -447,11 +447,8 @@ impl H<'_> {
     /// resolve (a built-in, or a `[permissions]` table this fake never has).
     pub(super) fn settings_update(&self, id: &Value, p: &Value) -> Result<(), String> {
         self.fake.loaded_thread(p)?;
-        // A profile with a policy is refused before the profile is resolved (turn scenario
-        // 232 on every version; fidelity s40400001_0230 on 0.169.0).
-        if p["permissions"].is_string() && !p["sandboxPolicy"].is_null() {
-            return Err("`permissions` cannot be combined with `sandboxPolicy`".into());
-        }
+        // Before the profile is resolved (fidelity s40400001_0230 on 0.169.0).
+        crate::fake::settings::profile_without_policy(p)?;
         if let Some(name) = p["permissions"].as_str() {
             const BUILT_IN: [&str; 3] = [":read-only", ":workspace", ":danger-full-access"];
             if name.starts_with(':') && !BUILT_IN.contains(&name) {
