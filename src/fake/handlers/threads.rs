@@ -186,16 +186,13 @@ impl H<'_> {
                         t.insert("personalityDropped".into(), json!(true));
                     }
                     // Versions that do not write a resumed thread's settings still do when the
-                    // resume changes some (fidelity s18180001_0157: a `serviceTier` on 0.171.0;
-                    // one that sets what the thread has writes nothing: s24240001_0140,
-                    // `133_rollout_of_a_resumed_thread_with_skills`).
-                    let sets = settings::SETTING_PARAMS
-                        .iter()
-                        .chain(&["sandbox"])
-                        .any(|k| !params[*k].is_null());
-                    if self.fake.turn_facts.resume_writes_settings || sets {
-                        t.insert("resumeSettingsWritten".into(), json!(true));
-                    }
+                    // resume changes some, by a parameter or by its `config` (fidelity
+                    // s18180001_0157: a `serviceTier` on 0.171.0; s41410001_0100 and
+                    // `237_resume_config_changes_settings`: a reasoning effort in `config`); one
+                    // that sets what the thread has writes nothing (s24240001_0140,
+                    // `133_rollout_of_a_resumed_thread_with_skills`): decided below, once the
+                    // resumed settings are known.
+                    t.insert("resumeSettingsWritten".into(), json!(true));
                 }
                 // The thread's tier, shown or only configured, is taken up as its configuration,
                 // not as a requested tier: one its model does not advertise is warned about again
