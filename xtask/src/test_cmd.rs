@@ -188,3 +188,27 @@ fn live_beside_the_tests(
 const FIDELITY_SEED: u64 = 20261202;
 const FIDELITY_SESSIONS: usize = 30;
 const FIDELITY_REQUIRED: f64 = 100.0;
+
+#[cfg(test)]
+mod tests {
+    use super::live_versions;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn live_versions_are_taken_out_of_the_test_arguments() {
+        let all = s(&["0.163.0", "0.168.0", "0.171.0"]);
+        let (live, rest) = live_versions(&s(&["--live-versions", "0.168.0", "--", "-q"]), &all)
+            .expect("a listed version");
+        assert_eq!(live, s(&["0.168.0"]));
+        assert_eq!(rest, s(&["--", "-q"]));
+        let (live, rest) = live_versions(&s(&["-q"]), &all).expect("no option");
+        assert_eq!(live, all);
+        assert_eq!(rest, s(&["-q"]));
+        // A version the tree does not carry, or no list, is refused: never a silent "none".
+        assert!(live_versions(&s(&["--live-versions", "0.1.0"]), &all).is_err());
+        assert!(live_versions(&s(&["--live-versions"]), &all).is_err());
+    }
+}
