@@ -53,6 +53,8 @@ pub struct TurnCtl {
     pub thread_id: String,
     pub(super) turn_id: Mutex<String>,
     pub(super) interrupted: AtomicBool,
+    /// When the interrupt arrived (see [`TurnCtl::interrupted_within`]).
+    pub(super) interrupted_at: Mutex<Option<Instant>>,
     pub(super) steers: Mutex<Vec<Value>>,
     pub(super) goal_status: Mutex<Option<String>>,
     /// The turn saw the interrupt (and reported its rate limits).
@@ -99,7 +101,12 @@ impl TurnCtl {
         lock(&self.root).clone().unwrap_or_else(|| self.turn_id())
     }
     pub fn interrupt(&self) {
+        lock(&self.interrupted_at).get_or_insert_with(Instant::now);
         self.interrupted.store(true, Ordering::SeqCst);
+    }
+    /// Whether the interrupt arrived less than `lag` ago.
+    pub(super) fn interrupted_within(&self, lag: Duration) -> bool {
+        lock(&self.interrupted_at).is_some_and(|at| at.elapsed() < lag)
     }
     /// Waits (briefly) until the turn has seen the interrupt, so that its last notifications
     /// precede the `turn/interrupt` reply, as on the real server.

@@ -53,6 +53,13 @@ struct PlanStream {
     answer: String,
 }
 
+/// How long codex goes on reading a stream in full flow after an interrupt arrives: the real
+/// server showed a message's remaining deltas and its completion up to 2.3 ms after the client
+/// sent the interrupt on the message's first delta (fidelity s41410001_0486, s37370001_0342:
+/// 1.3 ms; turn scenario `238_interrupt_on_a_delta_in_full_flow`), and stopped 3.3 ms after at
+/// the earliest.
+const STREAM_INTERRUPT_LAG: Duration = Duration::from_micros(2300);
+
 impl Ctx<'_> {
     /// One response's stream, event by event, as codex's `try_run_sampling_request` reads it:
     /// interrupts and steers land between events (and inside pauses); a tool call runs when its
@@ -125,11 +132,15 @@ impl Ctx<'_> {
                     follow_up = true;
                 }
                 ev => {
-                    // An interrupt lands between events; a steer only where the stream pauses
-                    // (fidelity s31310001_0010, 0034, turn scenario 178: a steer on a delta of
-                    // a message streamed in full flow leaves the response whole, its usage
-                    // counted; `21b`: one in a pause abandons it).
-                    self.check_interrupt(true)?;
+                    // An interrupt lands between events, once codex has taken it in: events of
+                    // a stream in full flow read within `STREAM_INTERRUPT_LAG` of its arrival
+                    // still show. A steer lands only where the stream pauses (fidelity
+                    // s31310001_0010, 0034, turn scenario 178: a steer on a delta of a message
+                    // streamed in full flow leaves the response whole, its usage counted;
+                    // `21b`: one in a pause abandons it).
+                    if !self.ctl.interrupted_within(STREAM_INTERRUPT_LAG) {
+                        self.check_interrupt(true)?;
+                    }
                     self.stream_event(ev, &mut active);
                 }
             }
