@@ -127,6 +127,18 @@ impl Resolved {
             (t, _) => info[CONFIGURED_TIER] = t.clone(),
         }
         info["sandboxSetting"] = self.setting.clone();
+        // A session that starts routing approvals to codex's reviewer prewarms the reviewer's
+        // sub-agent session: live from the thread's start, resume or fork, approvals or not
+        // (codex `routes_approval_to_guardian` at startup: on-request or granular, and
+        // auto_review; turn scenario 239, fidelity s42420001_0259). A turn or an update that
+        // switches to it later starts the reviewer only at its first review (236).
+        let routes = matches!(&self.approval_policy, Value::String(p) if p == "on-request")
+            || self.approval_policy.get("granular").is_some();
+        let reviewer = matches!(
+            self.approvals_reviewer.as_str(),
+            "auto_review" | "guardian_subagent"
+        );
+        info[crate::fake::threads::REVIEWER_LIVE] = json!(routes && reviewer);
     }
 }
 

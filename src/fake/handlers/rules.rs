@@ -639,10 +639,11 @@ impl H<'_> {
         Ok(())
     }
 
-    /// `environment/add`: codex's exec-server registry refuses an empty id and the built-in
-    /// `local`; any other id is registered (again, or with a URL it cannot reach) without
-    /// connecting (turn scenario 112 on every version). Its status afterwards would need the
-    /// connection attempt: not modeled.
+    /// `environment/add`: codex's exec-server registry refuses an empty id, the built-in
+    /// `local` and an empty URL; any other id is registered (again, or with a URL it cannot
+    /// reach) without connecting (turn scenarios 112 and 241 on every version). Its info and
+    /// status then show the connection attempt's failure where it fails without the network
+    /// ([`exec_server_refusal`]).
     pub(super) fn environment_add(&self, id: &Value, p: &Value) -> Result<(), String> {
         let env = s(p, "environmentId");
         if env.is_empty() {
@@ -652,6 +653,11 @@ impl H<'_> {
             return Err(format!(
                 "exec-server protocol error: environment id `{env}` is reserved for EnvironmentManager"
             ));
+        }
+        if p["execServerUrl"] == "" {
+            return Err(
+                "exec-server protocol error: remote environment requires an exec-server url".into(),
+            );
         }
         self.fake.store.update(|d| {
             d["environmentsAdded"][env] = p["execServerUrl"].clone();
@@ -1592,7 +1598,17 @@ impl H<'_> {
                 )
             }
             "environment/info" => {
-                format!("unknown environment id `{}`", s(p, "environmentId"))
+                let env = s(p, "environmentId");
+                match self.fake.store.load()["environmentsAdded"].get(env) {
+                    None => format!("unknown environment id `{env}`"),
+                    Some(url) => match exec_server_refusal(url.as_str().unwrap_or_default()) {
+                        Some(why) => format!(
+                            "{}failed to get info for environment `{env}`: {why}",
+                            crate::fake::rpc::INTERNAL_PREFIX
+                        ),
+                        None => return self.not_modeled(method),
+                    },
+                }
             }
             _ => return self.not_modeled(method),
         })
@@ -1711,7 +1727,14 @@ impl H<'_> {
                     .get(s(p, "environmentId"))
                     .is_some() =>
             {
-                return self.not_modeled(method);
+                let url = self.fake.store.load()["environmentsAdded"][s(p, "environmentId")]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                match exec_server_refusal(&url) {
+                    Some(why) => json!({"status": "disconnected", "error": why}),
+                    None => return self.not_modeled(method),
+                }
             }
             "environment/status" => json!({"status": "unknown",
                 "error": format!("unknown environment id `{}`", s(p, "environmentId"))}),
@@ -1822,4 +1845,32 @@ fn submission_failed(
                          "additionalDetails": null, "misalignment": null},
                "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
     );
+}
+
+/// Why codex's exec-server client cannot open a websocket to `url` without reaching the
+/// network (tungstenite's checks, in order): a character a URI cannot hold, a scheme other
+/// than `ws`/`wss` (case-sensitive: `WS://` is refused too), a bare word; `None` for a URL it
+/// would try to connect to (the outcome depends on the network: not modeled). Turn scenario
+/// 241 on every version; fidelity s42420001_0101.
+fn exec_server_refusal(url: &str) -> Option<String> {
+    const URI_CHARS: &str = "-._~:/?#[]@!$&'()*+,;=%";
+    let why = if !url
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || URI_CHARS.contains(c))
+    {
+        "HTTP format error: invalid uri character"
+    } else if let Some((scheme, _)) = url.split_once("://") {
+        if scheme == "ws" || scheme == "wss" {
+            return None;
+        }
+        "URL error: URL scheme not supported"
+    } else if !url.is_empty() && !url.contains([':', '/']) {
+        "IO error: invalid WebSocket URL"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "exec-server connection attempt failed: failed to connect to exec-server websocket \
+         `{url}`: {why}"
+    ))
 }

@@ -113,7 +113,15 @@ impl H<'_> {
                 settings::for_turn(&self.fake.config(), &self.fake.cwd, &info, params, &texts)?;
             let before = self.thread_settings(&info);
             let mut next = next;
-            if turn && next["personalityDropped"] == true {
+            // A turn that carries settings has codex write them (see `carries` below).
+            let carries = settings::SETTING_PARAMS
+                .iter()
+                .any(|k| !params[*k].is_null())
+                || params.get("serviceTier").is_some();
+            // The personality a resumed session dropped (0.163.0) is shown gone by the first
+            // turn that carries settings (`79b`); one that carries none leaves the thread as it
+            // shows (fidelity s42420001_0143: no announcement).
+            if turn && carries && next["personalityDropped"] == true {
                 if let Some(t) = next.as_object_mut() {
                     t.remove("personalityDropped");
                     if params["personality"].is_null() {
@@ -151,10 +159,6 @@ impl H<'_> {
                 // _0135 on 0.171.0). A thread's first turn writes its settings anyway.
                 // A `serviceTier` sent as null (the standard tier) is a setting too (fidelity
                 // s29290001_0015: a second turn's null tier wrote the settings on 0.171.0).
-                let carries = settings::SETTING_PARAMS
-                    .iter()
-                    .any(|k| !params[*k].is_null())
-                    || params.get("serviceTier").is_some();
                 // A cold resume's own settings entry on versions that write one.
                 let resumed = next
                     .as_object_mut()
