@@ -227,6 +227,14 @@ impl H<'_> {
                     r.setting = setting;
                 }
                 r.store(&mut info);
+                // A collaboration mode the thread keeps takes the resumed session's model and
+                // effort, as a turn's switch does (fidelity s42420001_0108: a resume's
+                // `model`; turn scenario 242).
+                if info["collaborationMode"].is_object() {
+                    info["collaborationMode"]["settings"]["model"] = info["model"].clone();
+                    info["collaborationMode"]["settings"]["reasoning_effort"] =
+                        info["effort"].clone();
+                }
                 // The next turn writes what differs from the settings the thread's last turn
                 // wrote (codex takes its context back from the rollout): those from before
                 // the resume (turn scenarios 204, 204b, 204c; fidelity s35350001_0026).
