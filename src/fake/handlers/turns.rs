@@ -393,6 +393,7 @@ impl H<'_> {
         if params["input"].as_array().is_none_or(Vec::is_empty) {
             return Err("input must not be empty".into());
         }
+        ctl.await_flow();
         ctl.steer(params.clone(), || {
             self.result(id, json!({"turnId": current}))
         });

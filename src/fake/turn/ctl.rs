@@ -48,6 +48,13 @@ pub fn stale_turns() -> std::sync::MutexGuard<'static, HashMap<String, String>> 
     lock(STALE.get_or_init(Default::default))
 }
 
+/// How long codex goes on taking in a stream in full flow after a request on the turn
+/// arrives: the real server showed a message's remaining deltas and its completion up to
+/// 2.3 ms after the client sent an interrupt on the message's first delta (fidelity
+/// s41410001_0486; s37370001_0342: 1.3 ms; turn scenario `238_interrupt_on_a_delta_in_full_flow`),
+/// and stopped 3.3 ms after at the earliest.
+pub(super) const FLOW_LAG: Duration = Duration::from_micros(2300);
+
 /// Control of a running turn, shared with `turn/interrupt`, `turn/steer` and `thread/goal/set`.
 pub struct TurnCtl {
     pub thread_id: String,
@@ -55,6 +62,9 @@ pub struct TurnCtl {
     pub(super) interrupted: AtomicBool,
     /// When the interrupt arrived (see [`TurnCtl::interrupted_within`]).
     pub(super) interrupted_at: Mutex<Option<Instant>>,
+    /// The turn is writing a stream's events in full flow (no pause before the next): see
+    /// [`TurnCtl::await_flow`].
+    pub(super) flowing: AtomicBool,
     pub(super) steers: Mutex<Vec<Value>>,
     pub(super) goal_status: Mutex<Option<String>>,
     /// The turn saw the interrupt (and reported its rate limits).
@@ -125,6 +135,16 @@ impl TurnCtl {
     /// Whether a `turn/steer` read for this turn is still being answered.
     pub(super) fn steering(&self) -> bool {
         self.steering.load(Ordering::SeqCst) > 0
+    }
+    /// A request on the turn lands once codex has taken in the stream's events in full flow,
+    /// for at most [`FLOW_LAG`]: a `turn/steer` sent on a message's first delta is answered
+    /// after the message's other deltas (fidelity s42420001_0168; of 16 real steers answered
+    /// while events went out, 14 had the stream's next deltas or item first).
+    pub fn await_flow(&self) {
+        let deadline = Instant::now() + FLOW_LAG;
+        while self.flowing.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
     pub fn steer(&self, input: Value, reply: impl FnOnce()) {
         let mut steers = lock(&self.steers);

@@ -239,6 +239,7 @@ fn register(thread_id: &str) -> (Arc<TurnCtl>, i64) {
         turn_id: Mutex::new(uuid::Uuid::now_v7().to_string()),
         interrupted: AtomicBool::new(false),
         interrupted_at: Mutex::new(None),
+        flowing: AtomicBool::new(false),
         steers: Mutex::new(Vec::new()),
         goal_status: Mutex::new(None),
         acked: AtomicBool::new(false),

@@ -2,7 +2,7 @@
 //! item streaming now (codex's single active item: every delta goes to it), what each event
 //! shows the client, where interrupts and steers land, how the stream ends.
 
-use super::ctl::End;
+use super::ctl::{End, FLOW_LAG};
 use super::ctx::{Ctx, TOOL_DISPATCH};
 use super::items::agent_message;
 use super::plan::{PlanSplit, Seg};
@@ -53,13 +53,6 @@ struct PlanStream {
     answer: String,
 }
 
-/// How long codex goes on reading a stream in full flow after an interrupt arrives: the real
-/// server showed a message's remaining deltas and its completion up to 2.3 ms after the client
-/// sent the interrupt on the message's first delta (fidelity s41410001_0486, s37370001_0342:
-/// 1.3 ms; turn scenario `238_interrupt_on_a_delta_in_full_flow`), and stopped 3.3 ms after at
-/// the earliest.
-const STREAM_INTERRUPT_LAG: Duration = Duration::from_micros(2300);
-
 impl Ctx<'_> {
     /// One response's stream, event by event, as codex's `try_run_sampling_request` reads it:
     /// interrupts and steers land between events (and inside pauses); a tool call runs when its
@@ -70,6 +63,11 @@ impl Ctx<'_> {
         let mut follow_up = false;
         let mut failure: Option<Sampled> = None;
         for (k, o) in outs.iter().enumerate() {
+            // In full flow while the next out follows at once (no pause, no local step).
+            self.ctl.flowing.store(
+                matches!(outs.get(k + 1), Some(Out::Event(..))),
+                std::sync::atomic::Ordering::SeqCst,
+            );
             let (event, origin) = match o {
                 Out::Delay(ms) => {
                     self.wait(Duration::from_millis(*ms))?;
@@ -118,6 +116,10 @@ impl Ctx<'_> {
                     failure = Some(Sampled::Incomplete { reason });
                 }
                 Event::Done { item } if item.is_tool_call() => {
+                    // The call is dispatched: requests land as they come (see `hold`).
+                    self.ctl
+                        .flowing
+                        .store(false, std::sync::atomic::Ordering::SeqCst);
                     // codex dispatches a tool call after the stream's item arrives: an interrupt
                     // the client sent meanwhile ends the turn first (seen on 0.171.0); a steer
                     // does not stop it (fidelity s31310001_0034: the tool ran).
@@ -133,12 +135,12 @@ impl Ctx<'_> {
                 }
                 ev => {
                     // An interrupt lands between events, once codex has taken it in: events of
-                    // a stream in full flow read within `STREAM_INTERRUPT_LAG` of its arrival
+                    // a stream in full flow read within `FLOW_LAG` of its arrival
                     // still show. A steer lands only where the stream pauses (fidelity
                     // s31310001_0010, 0034, turn scenario 178: a steer on a delta of a message
                     // streamed in full flow leaves the response whole, its usage counted;
                     // `21b`: one in a pause abandons it).
-                    if !self.ctl.interrupted_within(STREAM_INTERRUPT_LAG) {
+                    if !self.ctl.interrupted_within(FLOW_LAG) {
                         self.check_interrupt(true)?;
                     }
                     self.stream_event(ev, &mut active);
@@ -245,6 +247,10 @@ impl Ctx<'_> {
             Event::Done {
                 item: Item::Message { id, content, phase },
             } => {
+                // The message is recorded: a steer waiting on the flow is answered first.
+                self.ctl
+                    .flowing
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
                 self.await_steers();
                 let text = Item::message_text(&content);
                 let phase = json!(phase);

@@ -877,11 +877,27 @@ mod tests {
         p
     }
 
-    fn dir(name: &str) -> PathBuf {
+    /// A test's own temp dir, removed when the test ends (passed or not).
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(name: &str) -> Scratch {
         let d = std::env::temp_dir().join(format!("fidelity-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        Scratch(d)
     }
 
     /// The strict verdict: equal to a real run, or a difference; a real server differing from
