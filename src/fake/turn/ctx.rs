@@ -29,6 +29,11 @@ pub(super) struct Ctx<'a> {
     pub(super) resp: u64,
     /// `usage` of the current response (reported when it completes).
     pub(super) usage: Option<Usage>,
+    /// The response ending is followed by steered input, not a tool call: its tokens are
+    /// charged to the goal with the next charge (see [`Ctx::end_response`]).
+    pub(super) goal_charge_deferred: bool,
+    /// Goal tokens not yet charged (responses that ended into steered input).
+    pub(super) goal_tokens_pending: i64,
     /// Dropped streams (and failed requests) retried so far in this turn.
     pub(super) retries: u64,
     /// Failed requests resent since the last turn-level attempt.
@@ -104,6 +109,8 @@ impl<'a> Ctx<'a> {
             messages: Vec::new(),
             resp: 0,
             usage: None,
+            goal_charge_deferred: false,
+            goal_tokens_pending: 0,
             retries: 0,
             resent: 0,
             turn_diff: None,
@@ -330,12 +337,14 @@ impl<'a> Ctx<'a> {
 
     /// The model's `update_goal` (a `goal` step): the thread's goal takes the status, no item
     /// (without a goal codex answers the model with an error and the client sees nothing).
-    pub(super) fn goal_update(&self, status: &str) {
+    pub(super) fn goal_update(&mut self, status: &str) {
         // The response's tokens, already known when codex runs the tool, are charged to the
         // goal first (its own `thread/goal/updated`), before the status changes and before the
         // response's usage is reported (0.171.0, fidelity seed 990006 session 59).
         if let Some(u) = &self.usage {
-            let spent = u.input_tokens - u.cached() + u.output_tokens;
+            let spent = u.input_tokens - u.cached()
+                + u.output_tokens
+                + std::mem::take(&mut self.goal_tokens_pending);
             if spent > 0 {
                 self.goal_charge(spent);
             }
@@ -450,10 +459,18 @@ impl<'a> Ctx<'a> {
             }
         }
         // An active goal is charged the response's tokens (and says so when they are any).
-        // What a goal is charged: fresh input (cached input is not) and output.
+        // What a goal is charged: fresh input (cached input is not) and output. A response
+        // that ends into steered input (no tool call) is charged with the next one: codex
+        // accounts the goal at a tool's or the turn's end (fidelity s42420001_0873: 36 tokens
+        // of a steered response reported only with the next response's 20, as 56).
         let spent = u.input_tokens - u.cached() + u.output_tokens;
-        if spent > 0 {
-            self.goal_charge(spent);
+        if std::mem::take(&mut self.goal_charge_deferred) {
+            self.goal_tokens_pending += spent;
+        } else {
+            let spent = spent + std::mem::take(&mut self.goal_tokens_pending);
+            if spent > 0 {
+                self.goal_charge(spent);
+            }
         }
     }
 

@@ -58,6 +58,8 @@ impl<'a> Ctx<'a> {
                     // A stream's retry budget is one sampling request's: a completed response
                     // starts the next request afresh (core `run_sampling_request`).
                     self.retries = 0;
+                    self.goal_charge_deferred =
+                        !follow_up && !crate::fake::state::lock(&self.ctl.steers).is_empty();
                     self.end_response();
                     // Input steered in while the response streamed in full flow: recorded
                     // after the response's account, then the model is asked again with it
