@@ -138,9 +138,13 @@ impl Resolved {
             self.approvals_reviewer.as_str(),
             "auto_review" | "guardian_subagent"
         );
-        info[crate::fake::threads::REVIEWER_LIVE] = json!(routes && reviewer);
+        info[REVIEWER_LIVE] = json!(routes && reviewer);
     }
 }
+
+/// A thread whose reviewer's sub-agent session is live beside it: prewarmed by a session that
+/// starts routing approvals to codex's reviewer, or started at a thread's first review.
+pub const REVIEWER_LIVE: &str = "reviewerLive";
 
 /// A granular approval policy as codex echoes it: all five flags, in its order.
 fn approval_policy(v: &Value) -> Value {

@@ -239,9 +239,6 @@ pub fn revision_state(thread_id: &str, info: &Value) -> Value {
 /// Where a thread keeps the `warning`s its session start sent: an inline review's child
 /// session repeats them.
 pub const SESSION_WARNINGS: &str = "sessionWarnings";
-/// A thread whose approvals codex's reviewer has reviewed: the reviewer's sub-agent thread is
-/// live beside it.
-pub const REVIEWER_LIVE: &str = "reviewerLive";
 
 /// Whether the thread has its row in codex's thread store: written at its first persisted
 /// change (a turn, a name, a goal, a memory mode), not at `thread/start`. Before it, the

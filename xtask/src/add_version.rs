@@ -460,26 +460,10 @@ fn search_switches(
     };
     let mut quick = facts.clone();
     let mut left = failing.clone();
-    let mut taken: Vec<(String, Vec<String>)> = Vec::new();
-    let mut improved = true;
-    while improved && !left.is_empty() {
-        improved = false;
-        for switch in TurnFacts::switches() {
-            if quick.contains_key(&switch) {
-                continue;
-            }
-            let mut trial = quick.clone();
-            trial.insert(switch.clone(), Value::Bool(true));
-            let now = differing(version, &trial, &subset(&left), bin, dir)?;
-            if now.len() < left.len() {
-                let shown = left.iter().filter(|n| !now.contains(n)).cloned().collect();
-                taken.push((switch, shown));
-                quick = trial;
-                left = now;
-                improved = true;
-            }
-        }
-    }
+    let taken = greedy(&mut quick, &mut left, |trial, left| {
+        let now = differing(version, trial, &subset(left), bin, dir)?;
+        Ok((now.len() < left.len()).then_some(now))
+    })?;
     if taken.is_empty() {
         return Ok(());
     }
@@ -495,20 +479,42 @@ fn search_switches(
         let again = differing(version, &quick, &subset(&broken), bin, dir)?;
         now.retain(|n| failing.contains(n) || again.contains(n));
     }
-    if now.iter().all(|n| failing.contains(n)) {
-        for (switch, shown) in &taken {
-            println!("   {switch}: true (shown by {shown:?})");
-        }
+    let taken = if now.iter().all(|n| failing.contains(n)) {
         *facts = quick;
         *failing = now;
-        return Ok(());
+        taken
+    } else {
+        println!(
+            "   the switches together broke {:?}: searching one switch at a time",
+            now.iter()
+                .filter(|n| !failing.contains(n))
+                .collect::<Vec<_>>()
+        );
+        greedy(facts, failing, |trial, failing| {
+            let fixed =
+                failing.len() - differing(version, trial, &subset(failing), bin, dir)?.len();
+            if fixed == 0 {
+                return Ok(None);
+            }
+            let now = differing(version, trial, cases, bin, dir)?;
+            Ok((now.len() < failing.len()).then_some(now))
+        })?
+    };
+    for (switch, shown) in &taken {
+        println!("   {switch}: true (shown by {shown:?})");
     }
-    println!(
-        "   the switches together broke {:?}: searching one switch at a time",
-        now.iter()
-            .filter(|n| !failing.contains(n))
-            .collect::<Vec<_>>()
-    );
+    Ok(())
+}
+
+/// The greedy search itself: each switch `facts` does not set yet is tried; `judge` gives the
+/// scenarios still differing with it when it is kept (`None`: not kept); until no switch
+/// helps. The switches kept, each with the scenarios it made identical.
+fn greedy(
+    facts: &mut Map<String, Value>,
+    failing: &mut Vec<String>,
+    mut judge: impl FnMut(&Map<String, Value>, &[String]) -> Result<Option<Vec<String>>, String>,
+) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut taken = Vec::new();
     let mut improved = true;
     while improved && !failing.is_empty() {
         improved = false;
@@ -518,26 +524,20 @@ fn search_switches(
             }
             let mut trial = facts.clone();
             trial.insert(switch.clone(), Value::Bool(true));
-            let failing_cases: Vec<harness::Case> = cases
-                .iter()
-                .filter(|c| failing.contains(&c.name))
-                .cloned()
-                .collect();
-            let fixed = failing.len() - differing(version, &trial, &failing_cases, bin, dir)?.len();
-            if fixed == 0 {
-                continue;
-            }
-            let now = differing(version, &trial, cases, bin, dir)?;
-            if now.len() < failing.len() {
-                let shown: Vec<&String> = failing.iter().filter(|n| !now.contains(n)).collect();
-                println!("   {switch}: true (shown by {shown:?})");
+            if let Some(now) = judge(&trial, failing)? {
+                let shown = failing
+                    .iter()
+                    .filter(|n| !now.contains(n))
+                    .cloned()
+                    .collect();
+                taken.push((switch, shown));
                 *facts = trial;
                 *failing = now;
                 improved = true;
             }
         }
     }
-    Ok(())
+    Ok(taken)
 }
 
 /// The differing scenarios split into those every other version lists (their lines for V's

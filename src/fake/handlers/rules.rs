@@ -1636,7 +1636,7 @@ impl H<'_> {
         let store = self.fake.store.load();
         let reviewers = loaded
             .iter()
-            .filter(|t| store["threads"][t.as_str()][crate::fake::threads::REVIEWER_LIVE] == true)
+            .filter(|t| store["threads"][t.as_str()][crate::fake::settings::REVIEWER_LIVE] == true)
             .count();
         let threads = loaded.len() + reviewers;
         let turns = crate::fake::turn::running()

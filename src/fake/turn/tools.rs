@@ -678,7 +678,7 @@ impl<'a> Ctx<'a> {
         // 236 on every version).
         let thread_id = self.ctl.thread_id.clone();
         self.conn.fake.store.update(|d| {
-            d["threads"][&thread_id][crate::fake::threads::REVIEWER_LIVE] = json!(true)
+            d["threads"][&thread_id][crate::fake::settings::REVIEWER_LIVE] = json!(true)
         });
         let review_id = uuid::Uuid::now_v7().to_string();
         self.notify(
