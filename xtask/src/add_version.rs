@@ -246,10 +246,24 @@ fn instructions(recordings: &[String], mode: &str) -> Option<String> {
             _ => None,
         }
     }
+    // codex's own text is what the server shows where the client sent none: a text a client
+    // sent in the same recording (79b's "Be brief.") is the client's, not the version's (CI,
+    // stop 53: 0.168.0's default text was read off 79b, and 242's resumed mode showed codex's).
     recordings.iter().find_map(|text| {
-        text.lines()
+        let entries: Vec<Value> = text
+            .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find_map(|e| walk(&e["msg"], mode))
+            .collect();
+        let sent: Vec<String> = entries
+            .iter()
+            .filter(|e| e["dir"] == "in")
+            .filter_map(|e| walk(&e["msg"], mode))
+            .collect();
+        entries
+            .iter()
+            .filter(|e| e["dir"] == "out")
+            .filter_map(|e| walk(&e["msg"], mode))
+            .find(|t| !sent.contains(t))
     })
 }
 
@@ -608,5 +622,23 @@ mod tests {
             Some("linux-sandbox/src/linux_run_main.rs:1199:5")
         );
         assert_eq!(super::helper_panic_at(&["no panic here".into()]), None);
+    }
+
+    #[test]
+    fn a_mode_s_text_is_codex_s_not_one_a_client_sent() {
+        let mode = |dir: &str, text: &str| {
+            format!(
+                r#"{{"dir":"{dir}","msg":{{"params":{{"collaborationMode":{{"mode":"default","settings":{{"developer_instructions":"{text}"}}}}}}}}}}"#
+            )
+        };
+        // The client's text, echoed by the server: not the version's.
+        let client = [mode("in", "Be brief."), mode("out", "Be brief.")].join("\n");
+        let codex = mode("out", "# Collaboration Mode: Default");
+        assert_eq!(
+            super::instructions(&[client.clone(), codex.clone()], "default").as_deref(),
+            Some("# Collaboration Mode: Default")
+        );
+        assert_eq!(super::instructions(&[client], "default"), None);
+        assert_eq!(super::instructions(&[codex], "plan"), None);
     }
 }
