@@ -368,6 +368,7 @@ impl H<'_> {
                 "expected active turn id {want} but found {current}"
             ));
         }
+        ctl.await_flow();
         ctl.interrupt();
         ctl.wait_acked();
         self.result(id, json!({}));

@@ -53,15 +53,13 @@ pub fn stale_turns() -> std::sync::MutexGuard<'static, HashMap<String, String>> 
 /// 2.3 ms after the client sent an interrupt on the message's first delta (fidelity
 /// s41410001_0486; s37370001_0342: 1.3 ms; turn scenario `238_interrupt_on_a_delta_in_full_flow`),
 /// and stopped 3.3 ms after at the earliest.
-pub(super) const FLOW_LAG: Duration = Duration::from_micros(2300);
+const FLOW_LAG: Duration = Duration::from_micros(2300);
 
 /// Control of a running turn, shared with `turn/interrupt`, `turn/steer` and `thread/goal/set`.
 pub struct TurnCtl {
     pub thread_id: String,
     pub(super) turn_id: Mutex<String>,
     pub(super) interrupted: AtomicBool,
-    /// When the interrupt arrived (see [`TurnCtl::interrupted_within`]).
-    pub(super) interrupted_at: Mutex<Option<Instant>>,
     /// The turn is writing a stream's events in full flow (no pause before the next): see
     /// [`TurnCtl::await_flow`].
     pub(super) flowing: AtomicBool,
@@ -111,12 +109,7 @@ impl TurnCtl {
         lock(&self.root).clone().unwrap_or_else(|| self.turn_id())
     }
     pub fn interrupt(&self) {
-        lock(&self.interrupted_at).get_or_insert_with(Instant::now);
         self.interrupted.store(true, Ordering::SeqCst);
-    }
-    /// Whether the interrupt arrived less than `lag` ago.
-    pub(super) fn interrupted_within(&self, lag: Duration) -> bool {
-        lock(&self.interrupted_at).is_some_and(|at| at.elapsed() < lag)
     }
     /// Waits (briefly) until the turn has seen the interrupt, so that its last notifications
     /// precede the `turn/interrupt` reply, as on the real server.
@@ -137,8 +130,9 @@ impl TurnCtl {
         self.steering.load(Ordering::SeqCst) > 0
     }
     /// A request on the turn lands once codex has taken in the stream's events in full flow,
-    /// for at most [`FLOW_LAG`]: a `turn/steer` sent on a message's first delta is answered
-    /// after the message's other deltas (fidelity s42420001_0168; of 16 real steers answered
+    /// for at most [`FLOW_LAG`]: a `turn/interrupt` or `turn/steer` sent on a message's first
+    /// delta lands after the message's other deltas (an interrupt after its completion too:
+    /// `238`) (fidelity s42420001_0168; of 16 real steers answered
     /// while events went out, 14 had the stream's next deltas or item first).
     pub fn await_flow(&self) {
         let deadline = Instant::now() + FLOW_LAG;

@@ -238,7 +238,6 @@ fn register(thread_id: &str) -> (Arc<TurnCtl>, i64) {
         thread_id: thread_id.to_string(),
         turn_id: Mutex::new(uuid::Uuid::now_v7().to_string()),
         interrupted: AtomicBool::new(false),
-        interrupted_at: Mutex::new(None),
         flowing: AtomicBool::new(false),
         steers: Mutex::new(Vec::new()),
         goal_status: Mutex::new(None),

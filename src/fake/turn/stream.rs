@@ -2,7 +2,7 @@
 //! item streaming now (codex's single active item: every delta goes to it), what each event
 //! shows the client, where interrupts and steers land, how the stream ends.
 
-use super::ctl::{End, FLOW_LAG};
+use super::ctl::End;
 use super::ctx::{Ctx, TOOL_DISPATCH};
 use super::items::agent_message;
 use super::plan::{PlanSplit, Seg};
@@ -134,15 +134,12 @@ impl Ctx<'_> {
                     follow_up = true;
                 }
                 ev => {
-                    // An interrupt lands between events, once codex has taken it in: events of
-                    // a stream in full flow read within `FLOW_LAG` of its arrival
-                    // still show. A steer lands only where the stream pauses (fidelity
+                    // An interrupt lands between events (once the flow has let it in: see
+                    // `TurnCtl::await_flow`); a steer only where the stream pauses (fidelity
                     // s31310001_0010, 0034, turn scenario 178: a steer on a delta of a message
                     // streamed in full flow leaves the response whole, its usage counted;
                     // `21b`: one in a pause abandons it).
-                    if !self.ctl.interrupted_within(FLOW_LAG) {
-                        self.check_interrupt(true)?;
-                    }
+                    self.check_interrupt(true)?;
                     self.stream_event(ev, &mut active);
                 }
             }
