@@ -1722,22 +1722,17 @@ impl H<'_> {
             "windowsSandbox/readiness" => json!({"status": "notConfigured"}),
             "thread/prepareApprovedPlan" => json!({"prompt": "Implement the plan."}),
             "mock/experimentalMethod" => json!({"echoed": p["value"]}),
-            "environment/status"
-                if self.fake.store.load()["environmentsAdded"]
-                    .get(s(p, "environmentId"))
-                    .is_some() =>
-            {
-                let url = self.fake.store.load()["environmentsAdded"][s(p, "environmentId")]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                match exec_server_refusal(&url) {
-                    Some(why) => json!({"status": "disconnected", "error": why}),
-                    None => return self.not_modeled(method),
+            "environment/status" => {
+                let env = s(p, "environmentId");
+                match self.fake.store.load()["environmentsAdded"].get(env) {
+                    None => json!({"status": "unknown",
+                                   "error": format!("unknown environment id `{env}`")}),
+                    Some(url) => match exec_server_refusal(url.as_str().unwrap_or_default()) {
+                        Some(why) => json!({"status": "disconnected", "error": why}),
+                        None => return self.not_modeled(method),
+                    },
                 }
             }
-            "environment/status" => json!({"status": "unknown",
-                "error": format!("unknown environment id `{}`", s(p, "environmentId"))}),
             // No requirements file here; the catalog's models have independent speed tiers.
             "configRequirements/read" => {
                 json!({"supportsIndependentSpeedModes": true, "requirements": null})
