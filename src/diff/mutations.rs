@@ -151,6 +151,39 @@ fn a_search_session_s_end_moved_or_given_to_another_session_is_caught() {
 }
 
 #[test]
+fn a_search_partial_outside_its_stream_is_caught() {
+    let orig = lines(
+        "0.171.0",
+        "245_thread_search_stream_in_the_environment_context",
+    );
+    let stream = position(&orig, |l| {
+        l["dir"] == "in" && method_of(l) == "thread/search/stream"
+    });
+    let id = orig[stream]["msg"]["id"].clone();
+    let answer = position(&orig, |l| {
+        l["dir"] == "out" && l["msg"]["id"] == id && l["msg"].get("method").is_none()
+    });
+    let partial = |request: Value| {
+        let mut l = orig[answer].clone();
+        l["msg"] = json!({"method": "thread/search/partial",
+                         "params": {"requestId": request, "data": []}});
+        l
+    };
+    // After its search's answer: the protocol sends none past it.
+    let mut t = orig.clone();
+    t.insert(answer + 1, partial(id.clone()));
+    caught("a partial after its answer", &orig, &t);
+    // Naming a request that is no stream search.
+    let mut t = orig.clone();
+    t.insert(answer, partial(json!(1)));
+    caught("a partial of another request", &orig, &t);
+    // The answer itself is still compared.
+    let mut t = orig.clone();
+    t[answer]["msg"]["result"]["data"] = json!([]);
+    caught("a stream's answer emptied", &orig, &t);
+}
+
+#[test]
 fn a_queued_submission_s_answer_moved_past_its_turn_s_start_is_caught() {
     let orig = lines("0.171.0", "194_queue_add_on_an_idle_thread");
     let answer =

@@ -72,6 +72,14 @@ pub const TOLERANCES: &[Tolerance] = &[
         bound: "the two adjacent messages only",
     },
     Tolerance {
+        name: "search_partial",
+        what: "a `thread/search/stream`'s `thread/search/partial` batches are best-effort (the \
+               protocol: \"may be dropped under load\"): codex sends one or none for the same \
+               search as its scan's output arrives",
+        bound: "only a batch naming a `thread/search/stream` request of the client whose \
+                answer comes after it; the answers are compared",
+    },
+    Tolerance {
         name: "status_repeat",
         what: "a thread's status change sent twice in a row with the same status (a deleted \
                thread is marked unloaded by the request and by its listener seeing it shut down)",
@@ -171,7 +179,11 @@ fn prepare(t: &[Entry], rules: &Rules) -> Side {
         outputs: BTreeMap::new(),
     };
     let mut ordered = Vec::new();
-    for e in all {
+    let answered_later = partials_answered_later(t);
+    for (i, e) in all.into_iter().enumerate() {
+        if rules.on("search_partial") && answered_later.contains(&i) {
+            continue;
+        }
         if rules.on("output_deltas") && is_delta(&e) {
             let id = e.msg["params"]["itemId"].as_str().unwrap_or("").to_string();
             let d = e.msg["params"]["delta"].as_str().unwrap_or("");
@@ -197,6 +209,28 @@ fn prepare(t: &[Entry], rules: &Rules) -> Side {
     settle(&mut ordered, rules);
     side.ordered = ordered;
     side
+}
+
+/// The `thread/search/partial` batches of `t` (as indices among its server messages, the order
+/// [`prepare`] reads them in) that name a `thread/search/stream` request of the client whose
+/// answer comes after them.
+fn partials_answered_later(t: &[Entry]) -> Vec<usize> {
+    let streams: Vec<&serde_json::Value> = t
+        .iter()
+        .filter(|e| e.dir == "in" && method(e) == Some("thread/search/stream"))
+        .map(|e| &e.msg["id"])
+        .collect();
+    let out: Vec<&Entry> = t.iter().filter(|e| e.dir == "out").collect();
+    (0..out.len())
+        .filter(|&i| {
+            let id = &out[i].msg["params"]["requestId"];
+            method(out[i]) == Some("thread/search/partial")
+                && streams.contains(&id)
+                && out[i + 1..]
+                    .iter()
+                    .any(|e| method(e).is_none() && &e.msg["id"] == id)
+        })
+        .collect()
 }
 
 /// Adjacent output deltas of one standalone command's stream, as one.

@@ -271,9 +271,10 @@ impl H<'_> {
 
     /// `thread/search` and `thread/search/stream`: the term (trimmed) must not be empty, then a
     /// cursor must be one of the list's (an RFC 3339 time); the stream refuses a cursor as
-    /// invalid params (fidelity s7070001_0411, probed on 0.171.0). Then `thread/search` finds
-    /// the threads whose history holds the term (`threads.rs`, `thread_search_results`); the
-    /// stream is not modeled: its recorded (empty) result.
+    /// invalid params (fidelity s7070001_0411, probed on 0.171.0). Then both find the threads
+    /// whose history holds the term (`threads.rs`, `thread_search_results`): the stream's
+    /// final answer is the search's page (turn scenario 245; fidelity s44440001_0058, 0238);
+    /// its best-effort `thread/search/partial` batches were never seen for one thread.
     pub(super) fn thread_search(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
         if s(p, "searchTerm").trim().is_empty() {
             return Err("thread/search requires a non-empty searchTerm".into());
@@ -288,11 +289,9 @@ impl H<'_> {
                 return Err(format!("{prefix}invalid cursor: {c}"));
             }
         }
-        if method == "thread/search" {
-            if let Some(result) = self.thread_search_results(p)? {
-                self.result(id, result);
-                return Ok(());
-            }
+        if let Some(result) = self.thread_search_results(p)? {
+            self.result(id, result);
+            return Ok(());
         }
         self.not_modeled(method)
     }
