@@ -3,6 +3,7 @@
 //! Every inbound line is judged by the engine exactly as the real server judges it; what the
 //! handlers answer is scripted by `scenario.json` in the state dir (see `docs/fake.md`).
 
+mod aws;
 mod catalog;
 mod cli;
 pub mod config;

@@ -156,6 +156,39 @@ impl H<'_> {
         self.send(json!({"error": error, "id": id}));
     }
 
+    /// `account/bedrock/discover`: the AWS profiles on disk (`aws.rs`), then the credentials
+    /// codex finds in the environment — access keys (both set), a Bedrock API key — each with
+    /// `AWS_REGION` (codex `bedrock_discover`; turn scenario 247 on every version).
+    pub(super) fn bedrock_discover(&self, id: &Value) -> Result<(), String> {
+        let profiles = crate::fake::aws::discover().map_err(|_| {
+            format!(
+                "{INTERNAL_PREFIX}failed to discover AWS profiles: failed to load AWS profiles: \
+                 could not parse profile file"
+            )
+        })?;
+        let region = std::env::var("AWS_REGION")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
+        let keys = env_set("AWS_ACCESS_KEY_ID") && env_set("AWS_SECRET_ACCESS_KEY");
+        let environment: Vec<Value> = [
+            ("accessKeys", keys),
+            ("bedrockApiKey", env_set("AWS_BEARER_TOKEN_BEDROCK")),
+        ]
+        .into_iter()
+        .filter(|(_, set)| *set)
+        .map(|(kind, _)| json!({"type": kind, "region": region}))
+        .collect();
+        let profiles: Vec<Value> = profiles
+            .into_iter()
+            .map(|p| json!({"name": p.name, "region": p.region}))
+            .collect();
+        self.result(
+            id,
+            json!({"profiles": profiles, "environmentCredentials": environment}),
+        );
+        Ok(())
+    }
+
     pub(super) fn bedrock_setup(&self, id: &Value, p: &Value) -> Result<(), String> {
         let Ok(setup) = serde_json::from_value::<BedrockSetup>(p.clone()) else {
             return self.not_modeled("account/bedrock/setup");

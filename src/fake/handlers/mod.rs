@@ -107,6 +107,9 @@ const RULES: &[(&str, Handler)] = &[
     ("account/login/cancel", |h, id, p| h.login_cancel(id, p)),
     ("account/logout", |h, id, p| h.logout(id, p)),
     ("account/bedrock/setup", |h, id, p| h.bedrock_setup(id, p)),
+    ("account/bedrock/discover", |h, id, _| {
+        h.bedrock_discover(id)
+    }),
     ("account/gcp/setup", |h, id, p| h.gcp_setup(id, p)),
     ("feedback/upload", |h, id, p| h.feedback_upload(id, p)),
     ("feedback/save", |h, id, p| h.feedback_save(id, p)),
