@@ -54,6 +54,9 @@ pub struct TurnFacts {
     /// `thread/search` cuts its snippet's window from the text with its whitespace already
     /// joined (not from the text as written).
     pub search_window_on_joined_text: bool,
+    /// `memory/reset` creates codex's memory directories that are absent (before emptying
+    /// them); newer versions leave an absent one absent (turn scenario 248).
+    pub memory_reset_creates_roots: bool,
     /// `fuzzyFileSearch` scores an entry's path only (no rank for a name that matches or
     /// equals the query).
     pub file_search_path_score_only: bool,

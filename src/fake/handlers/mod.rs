@@ -272,6 +272,7 @@ const RULES: &[(&str, Handler)] = &[
         h.fixed(id, "userVerification/status", p)
     }),
     ("memory/status", |h, id, p| h.fixed(id, "memory/status", p)),
+    ("memory/reset", |h, id, _| h.memory_reset(id)),
     ("app/list", |h, id, p| h.app_list(id, p)),
     ("app/installed", |h, id, p| h.app_installed(id, p)),
     ("environment/add", |h, id, p| h.environment_add(id, p)),

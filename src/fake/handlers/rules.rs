@@ -296,6 +296,40 @@ impl H<'_> {
         self.not_modeled(method)
     }
 
+    /// `memory/reset`: codex empties its memory directories (`memories`, `memories_extensions`
+    /// under its home) and keeps them; one that is absent stays absent (0.163.0 creates it:
+    /// `memory_reset_creates_roots`), one that is a file refuses the reset (turn scenario 248 on every version; codex `clear_memory_roots_contents`).
+    /// The memories' rows in codex's database the fake never writes.
+    pub(super) fn memory_reset(&self, id: &Value) -> Result<(), String> {
+        let home = &self.fake.codex_home;
+        for name in ["memories", "memories_extensions"] {
+            let root = home.join(name);
+            if self.fake.turn_facts.memory_reset_creates_roots && !root.exists() {
+                let _ = std::fs::create_dir_all(&root);
+            }
+            let Ok(meta) = std::fs::metadata(&root) else {
+                continue;
+            };
+            if !meta.is_dir() {
+                return Err(format!(
+                    "{}failed to clear memory directories under {}: File exists (os error 17)",
+                    crate::fake::rpc::INTERNAL_PREFIX,
+                    home.display()
+                ));
+            }
+            for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let _ = if path.is_dir() && !path.is_symlink() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+            }
+        }
+        self.result(id, json!({}));
+        Ok(())
+    }
+
     /// `thread/realtime/appendAudio` on a loaded thread with no realtime conversation (none is
     /// ever started here): accepted, then the submission fails — the thread turns
     /// `systemError` and an `error` names the submission as its turn (seen on every version).
