@@ -106,6 +106,26 @@ pub(super) fn invalid(message: &str) -> String {
     format!("{}{message}", crate::fake::rpc::INVALID_PARAMS_PREFIX)
 }
 
+/// codex's limits on a realtime session's initial items (`REALTIME_INITIAL_ITEMS_MAX_COUNT`,
+/// `REALTIME_INITIAL_ITEMS_MAX_TOKENS`): the refusal, if any.
+fn initial_items_refusal(p: &Value, version: &str) -> Option<&'static str> {
+    let items = p["initialItems"].as_array().filter(|a| !a.is_empty())?;
+    if version != "v3" {
+        return Some("initial realtime items require realtime v3");
+    }
+    if items.len() > 128 {
+        return Some("initial realtime items must contain no more than 128 items");
+    }
+    let tokens = |i: &Value| i["text"].as_str().unwrap_or_default().len().div_ceil(4);
+    if items.iter().any(|i| tokens(i) > 8192) {
+        return Some("each initial realtime item must not exceed 8192 estimated tokens");
+    }
+    if items.iter().map(tokens).sum::<usize>() > 8192 {
+        return Some("initial realtime items must not exceed 8192 estimated tokens in total");
+    }
+    None
+}
+
 impl H<'_> {
     pub(super) fn unsupported(&self, id: &Value, method: &str) -> Result<(), String> {
         let tail = UNSUPPORTED
@@ -397,13 +417,14 @@ impl H<'_> {
             .filter_map(Value::as_str)
             .collect();
         let voice = p["voice"].as_str().filter(|v| !supported.contains(v));
-        // Initial items need v3, checked after the modality and before the voice (turn
-        // scenario 110; fidelity s16160001_0040).
-        let initial_items = p["initialItems"].as_array().is_some_and(|a| !a.is_empty());
-        let message = if p["outputModality"] == "text" && version != "v2" {
+        // Initial items first: they need v3, at most 128 of them, each and all together at most
+        // 8192 estimated tokens (codex's bytes/4, rounded up); then the modality, then the
+        // voice (codex `build_realtime_session_config`; turn scenarios 110, 110b on every
+        // version; fidelity s16160001_0040, s44440001_0946).
+        let message = if let Some(refusal) = initial_items_refusal(p, version) {
+            refusal.to_string()
+        } else if p["outputModality"] == "text" && version != "v2" {
             "text realtime output modality requires realtime v2".to_string()
-        } else if initial_items && version != "v3" {
-            "initial realtime items require realtime v3".to_string()
         } else if let Some(voice) = voice {
             format!(
                 "realtime voice `{voice}` is not supported for {version}; supported voices: {}",
