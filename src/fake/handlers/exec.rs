@@ -90,6 +90,7 @@ impl H<'_> {
         // The permissions are resolved into the exec request before codex's process manager
         // checks the streaming params (fidelity s16160001_0220).
         let sandboxed = self.exec_sandboxed(p)?;
+        self.command_exec_size(p)?;
         let streams = on("tty") || on("streamStdin") || on("streamStdoutStderr");
         if streams && p["processId"].is_null() {
             return Err(

@@ -239,9 +239,14 @@ impl H<'_> {
                 "command/exec timeoutMs must be non-negative, got {t}"
             )));
         }
-        // After the cap and timeout checks, before a streaming run's process id is required
-        // (fidelity s32320001_0446; scenario 190).
-        if set("size") && !sized(p) {
+        Ok(())
+    }
+
+    /// `command/exec`'s terminal size, checked once the permissions are resolved (fidelity
+    /// s44440001_0953: a refused profile first; scenario 190b) and before a streaming run's
+    /// process id is required (fidelity s32320001_0446; scenario 190).
+    pub(super) fn command_exec_size(&self, p: &Value) -> Result<(), String> {
+        if !p["size"].is_null() && !sized(p) {
             return Err(invalid(
                 "command/exec size rows and cols must be greater than 0",
             ));
