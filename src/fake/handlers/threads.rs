@@ -1350,9 +1350,11 @@ impl H<'_> {
                     info["attachedToThreadId"].is_null() || params["includeAttachedThreads"] == true
                 }
             })
-            // A thread nobody has said anything in yet is not listed (seen on 0.171.0).
+            // A thread nobody has said anything in yet is not listed (seen on 0.171.0), but
+            // among the archived ones (turn scenario 249 on every version).
             .filter(|(_, info)| {
-                params["attachedToThreadId"].is_string()
+                archived
+                    || params["attachedToThreadId"].is_string()
                     || info["preview"].as_str().is_some_and(|p| !p.is_empty())
             })
             .map(|(tid, info)| {
@@ -1439,8 +1441,14 @@ impl H<'_> {
             return Err(format!("{missing}{thread_id}"));
         }
         let info = self.fake.store.update(|d| {
-            d["threads"][&thread_id]["archived"] = json!(archive);
-            d["threads"][&thread_id].clone()
+            let t = &mut d["threads"][&thread_id];
+            // A loaded thread not stored yet is written first, then archived (turn scenario
+            // 249 on every version; fidelity s44440001_0983).
+            if archive {
+                crate::fake::threads::write_rollout(t);
+            }
+            t["archived"] = json!(archive);
+            t.clone()
         });
         // The rollout moves between `sessions/` and `archived_sessions/`, as on the real server.
         let (from, to) = (

@@ -106,6 +106,15 @@ impl H<'_> {
         } else {
             Value::Null
         };
+        // Read from its rollout, a thread not loaded here has the model and effort of its last
+        // turn's context: none before a turn (codex's session header names neither; turn
+        // scenario 249).
+        let turnless = info["turns"].as_array().is_none_or(Vec::is_empty);
+        let (model, effort) = if !loaded && turnless {
+            (Value::Null, Value::Null)
+        } else {
+            (json!(self.model_of(info)), info["effort"].clone())
+        };
         // An ephemeral thread has no rollout file.
         let path = if info["ephemeral"] == true {
             Value::Null
@@ -123,8 +132,8 @@ impl H<'_> {
             "section": self.section_view(&info["section"]),
             "sectionEnteredAt": info["sectionEnteredAt"], "projectId": info["projectId"],
             "historyMode": info["historyMode"].as_str().unwrap_or("paginated"),
-            "modelProvider": self.provider_of(info), "model": self.model_of(info),
-            "reasoningEffort": info["effort"],
+            "modelProvider": self.provider_of(info), "model": model,
+            "reasoningEffort": effort,
             "createdAt": created, "updatedAt": updated, "recencyAt": updated,
             "status": status,
             "path": path,
