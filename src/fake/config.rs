@@ -415,3 +415,60 @@ impl Config {
             .unwrap_or_default()
     }
 }
+
+/// Why codex cannot load the user's `config.toml` at `path`, as it words it: a file that is
+/// not TOML, named with the line and column where the parser stopped (`{path}:{line}:{col}:
+/// {message}`, codex `config_error_from_toml` and `position_for_offset`). `None`: no file, or
+/// one that parses (a value of the wrong type codex also refuses: not modeled).
+pub fn toml_error(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let e = text.parse::<toml::Table>().err()?;
+    let (line, column) = e
+        .span()
+        .map_or((1, 1), |s| position_for_offset(&text, s.start));
+    Some(format!(
+        "{}:{line}:{column}: {}",
+        path.display(),
+        e.message()
+    ))
+}
+
+/// A byte offset's line and column (both from 1; the column in characters), as codex counts.
+fn position_for_offset(text: &str, index: usize) -> (usize, usize) {
+    let b = text.as_bytes();
+    if b.is_empty() {
+        return (1, 1);
+    }
+    let safe = index.min(b.len() - 1);
+    let past = index - safe;
+    let line_start = b[..safe]
+        .iter()
+        .rposition(|c| *c == b'\n')
+        .map_or(0, |p| p + 1);
+    let line = b[..line_start].iter().filter(|c| **c == b'\n').count();
+    let column = std::str::from_utf8(&b[line_start..=safe])
+        .map_or(safe - line_start, |s| s.chars().count() - 1);
+    (line + 1, column + past + 1)
+}
+
+#[cfg(test)]
+mod toml_error_tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_file_is_named_at_codex_s_line_and_column() {
+        let dir = std::env::temp_dir().join(format!("cw-toml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(&path, "model = \"x\"\n[broken\n").unwrap();
+        let got = toml_error(&path).unwrap();
+        assert_eq!(
+            got,
+            format!("{}:2:8: unclosed table, expected `]`", path.display())
+        );
+        std::fs::write(&path, "model = \"x\"\n").unwrap();
+        assert_eq!(toml_error(&path), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(position_for_offset("é=\n", 2), (1, 2));
+    }
+}

@@ -57,6 +57,9 @@ pub struct TurnFacts {
     /// `memory/reset` creates codex's memory directories that are absent (before emptying
     /// them); newer versions leave an absent one absent (turn scenario 248).
     pub memory_reset_creates_roots: bool,
+    /// A `config.toml` codex cannot parse refuses the gateway's methods as an internal error,
+    /// `failed to load gateway configuration` (turn scenario 250).
+    pub gateway_config_words: bool,
     /// `fuzzyFileSearch` scores an entry's path only (no rank for a name that matches or
     /// equals the query).
     pub file_search_path_score_only: bool,

@@ -214,3 +214,139 @@ const LEGACY_PROFILE: &str = "`profile` is a legacy config selector and can no l
 written; use `--profile <name>` with `<name>.config.toml` instead";
 const LEGACY_PROFILES: &str = "`profiles` contains legacy config profile tables and can no \
 longer be written; use `--profile <name>` with `<name>.config.toml` instead";
+
+/// The methods that load codex's configuration before anything else they check, each with
+/// the words and code of its refusal when the user's `config.toml` is not TOML (a probe of
+/// every client method on 0.163.0, 0.169.0 and 0.171.0; turn scenario 250 on each).
+const CONFIG_LOADERS: &[(&str, bool, &str)] = &[
+    // (method, refused as an internal error, the words before codex's reason)
+    (
+        "account/bedrock/checkGovCloudRequirements",
+        true,
+        "failed to load configuration",
+    ),
+    ("config/batchWrite", true, "failed to load configuration"),
+    ("config/value/write", true, "failed to load configuration"),
+    (
+        "account/bedrock/setup",
+        true,
+        "failed to load configuration layers",
+    ),
+    (
+        "account/gcp/setup",
+        true,
+        "failed to load configuration layers",
+    ),
+    (
+        "account/gatewayOAuth/login",
+        false,
+        "failed to load configuration",
+    ),
+    (
+        "account/gatewayOAuth/read",
+        false,
+        "failed to load configuration",
+    ),
+    ("config/read", true, "failed to read configuration layers"),
+    (
+        "configRequirements/read",
+        true,
+        "failed to read configuration layers",
+    ),
+    (
+        "config/mcpServer/reload",
+        true,
+        "failed to refresh MCP servers",
+    ),
+    (
+        "modelProvider/capabilities/read",
+        true,
+        "failed to resolve feature override precedence",
+    ),
+    (
+        "modelProvider/config/write",
+        true,
+        "failed to read providers",
+    ),
+    (
+        "modelProvider/default/set",
+        true,
+        "failed to read providers",
+    ),
+    ("modelProvider/list", true, "failed to read providers"),
+    ("app/installed", true, "failed to reload config"),
+    ("app/list", true, "failed to reload config"),
+    ("app/read", true, "failed to reload config"),
+    ("experimentalFeature/list", true, "failed to reload config"),
+    ("marketplace/add", true, "failed to reload config"),
+    ("marketplace/remove", true, "failed to reload config"),
+    ("marketplace/upgrade", true, "failed to reload config"),
+    ("mcpServer/oauth/login", true, "failed to reload config"),
+    ("mcpServer/resource/read", true, "failed to reload config"),
+    ("mcpServerStatus/list", true, "failed to reload config"),
+    ("permissionProfile/list", true, "failed to reload config"),
+    ("plugin/installed", true, "failed to reload config"),
+    ("plugin/list", true, "failed to reload config"),
+    ("plugin/reconcile", true, "failed to reload config"),
+    ("plugin/share/checkout", true, "failed to reload config"),
+    ("plugin/share/delete", true, "failed to reload config"),
+    ("plugin/share/list", true, "failed to reload config"),
+    ("plugin/skill/read", true, "failed to reload config"),
+];
+
+impl H<'_> {
+    /// Why codex cannot load the user's `config.toml` now (see `config::toml_error`).
+    pub(super) fn config_toml_error(&self) -> Option<String> {
+        crate::fake::config::toml_error(&self.fake.codex_home.join("config.toml"))
+    }
+
+    /// A method's refusal when it loads a configuration codex cannot parse: its words, or
+    /// the answer itself for the listings that report it per directory (`skills/list`,
+    /// `hooks/list`). `None`: the method goes on as usual.
+    pub(super) fn config_load_refusal(
+        &self,
+        id: &Value,
+        method: &str,
+        p: &Value,
+    ) -> Option<String> {
+        let listing = matches!(method, "skills/list" | "hooks/list");
+        let loader = CONFIG_LOADERS.iter().find(|(m, _, _)| *m == method);
+        if loader.is_none() && !listing {
+            return None;
+        }
+        let reason = self.config_toml_error()?;
+        if listing {
+            let cwds: Vec<Value> = match p["cwds"].as_array() {
+                Some(c) if !c.is_empty() => c.clone(),
+                _ => vec![json!(self.fake.cwd)],
+            };
+            let data: Vec<Value> = cwds
+                .into_iter()
+                .map(|cwd| {
+                    if method == "skills/list" {
+                        let message = format!("failed to reload config: {reason}");
+                        json!({"cwd": cwd, "skills": [],
+                               "errors": [{"path": cwd, "message": message}]})
+                    } else {
+                        json!({"cwd": cwd, "hooks": [], "warnings": [],
+                               "errors": [{"path": cwd, "message": reason}]})
+                    }
+                })
+                .collect();
+            self.result(id, json!({"data": data}));
+            return Some(String::new());
+        }
+        let (_, mut internal, mut words) = *loader?;
+        // 0.163.0 words a gateway's as its own configuration, an internal error.
+        if method.starts_with("account/gatewayOAuth/") && self.fake.turn_facts.gateway_config_words
+        {
+            (internal, words) = (true, "failed to load gateway configuration");
+        }
+        let prefix = if internal {
+            crate::fake::rpc::INTERNAL_PREFIX
+        } else {
+            ""
+        };
+        Some(format!("{prefix}{words}: {reason}"))
+    }
+}

@@ -54,7 +54,13 @@ impl H<'_> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|e| format!("fs/writeFile requires valid base64 dataBase64: {e}"))?;
-        std::fs::write(path(p, "path"), bytes).map_err(io)?;
+        let to = path(p, "path");
+        std::fs::write(to, bytes).map_err(io)?;
+        // codex reads its `config.toml` again where it loads its configuration: the file as
+        // now written counts from the next load (turn scenario 250).
+        if to == self.fake.codex_home.join("config.toml") {
+            self.fake.reload_config();
+        }
         self.fs_result(id, "fs/writeFile", json!({}))
     }
 

@@ -506,6 +506,13 @@ impl H<'_> {
                 return;
             }
         }
+        // A configuration codex cannot parse refuses the methods that load it first.
+        if let Some(refusal) = self.config_load_refusal(id, method, params) {
+            if !refusal.is_empty() {
+                self.error(id, refusal);
+            }
+            return;
+        }
         let r = match RULES.iter().find(|(m, _)| *m == method) {
             Some((_, handler)) => {
                 self.note_unmodeled(method, params);

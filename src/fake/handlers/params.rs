@@ -719,6 +719,8 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     ("environment/status", &[("environmentId", Read)]),
     ("userVerification/status", &[]),
     ("memory/status", &[("minConsolidatedThreads", Read)]),
+    ("memory/reset", &[]),
+    ("account/bedrock/discover", &[]),
     ("windowsSandbox/readiness", &[]),
     ("server/diagnostics", &[]),
     (

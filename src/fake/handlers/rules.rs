@@ -878,6 +878,15 @@ impl H<'_> {
         if method == "thread/attachment/list" && p["cursor"].as_str().is_some_and(|c| !parsed(c)) {
             return Err(invalid("invalid pagination cursor"));
         }
+        // An attachment's keys are checked before the thread is looked up (turn scenario 251
+        // on every version).
+        if method != "thread/attachment/list" {
+            for key in ["attachmentType", "identityKey"] {
+                if s(p, key).trim().is_empty() {
+                    return Err(invalid(&format!("{key} must not be empty")));
+                }
+            }
+        }
         let info = self.fake.store.load()["threads"][&thread_id].clone();
         if !info.is_object() || !crate::fake::threads::has_rollout(&info) {
             if method == "thread/attachment/list" {
@@ -912,11 +921,6 @@ impl H<'_> {
                 .map(|a| format!("{thread_id}|{}|{}", a["createdAt"], s(a, "id")));
             self.result(id, json!({"data": page, "nextCursor": next}));
             return Ok(());
-        }
-        for key in ["attachmentType", "identityKey"] {
-            if s(p, key).trim().is_empty() {
-                return Err(invalid(&format!("{key} must not be empty")));
-            }
         }
         let same = |a: &Value| {
             a["attachmentType"] == p["attachmentType"] && a["identityKey"] == p["identityKey"]

@@ -22,6 +22,11 @@ impl H<'_> {
         // The project is checked after the params' own consistency (`permissions` with
         // `sandbox` first) but before the configuration they name is loaded (fidelity
         // s7070001_0462: an unknown project before a profile with no `[permissions]` table).
+        // A `config.toml` codex cannot parse fails the load (turn scenario 250).
+        let resolved = match (resolved, self.config_toml_error()) {
+            (Ok(_), Some(reason)) => Err(format!("failed to load configuration: {reason}")),
+            (r, _) => r,
+        };
         let loading = matches!(&resolved, Err(e) if e.starts_with("failed to load configuration"));
         if resolved.is_ok() || loading {
             if let Some(p) = params["projectId"].as_str() {
