@@ -55,6 +55,14 @@ impl H<'_> {
              found for thread id "
         );
         let (thread_id, info) = self.fake.stored(p, "thread", &missing)?;
+        // An archived thread's queue is not read (fidelity s45450001_0277; turn scenario 252 on
+        // every version): before its params are looked at.
+        if info["archived"] == true {
+            return Err(format!(
+                "session {thread_id} is archived. Run `codex unarchive {thread_id}` to unarchive \
+                 it first."
+            ));
+        }
         if info["ephemeral"] == true {
             return Err(format!(
                 "ephemeral thread does not support queued submissions: {thread_id}"

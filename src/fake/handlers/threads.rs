@@ -231,7 +231,17 @@ impl H<'_> {
                     r.profile = info["permissionProfile"].clone();
                     r.setting = setting;
                 }
+                // A thread whose effort a turn's collaboration mode set to none keeps none:
+                // codex takes the rollout's model and effort back together, the configured
+                // effort only where the resume changes the model (fidelity s45450001_0269;
+                // turn scenario 253).
+                let no_effort = info.get("effort").is_some_and(Value::is_null)
+                    && info["collaborationMode"].is_object()
+                    && !resume_changes_model(params);
                 r.store(&mut info);
+                if no_effort {
+                    info["effort"] = Value::Null;
+                }
                 // A collaboration mode the thread keeps takes the resumed session's model and
                 // effort, as a turn's switch does (fidelity s42420001_0108: a resume's
                 // `model`; turn scenario 242).
@@ -1664,6 +1674,7 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
         }
     }
     let config_sets = |k: &str| given.get("config").and_then(|c| c.get(k)).is_some();
+    let model_changed = resume_changes_model(params);
     // The thread's own settings are only defaults: the request's `config` map sets over them
     // as over config.toml (a cold resume with `config: {approval_policy: "never"}` runs
     // under never; seen on 0.171.0).
@@ -1682,10 +1693,6 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
             }
         }
     }
-    let model_changed = given.contains_key("model")
-        || given.contains_key("modelProvider")
-        || config_sets("model")
-        || config_sets("model_reasoning_effort");
     // Any of those and the thread's own model is not taken up at all: the configuration's is
     // (codex's `merge_persisted_resume_metadata`; fidelity s30300001_0806, turn scenario 171:
     // a resume naming only the provider runs the configured model).
@@ -1699,6 +1706,16 @@ fn resumed_params(info: &Value, params: &Value, server_cwd: &Path) -> Value {
         v["config"]["model_reasoning_effort"] = info["effort"].clone();
     }
     v
+}
+
+/// Whether a resume names a model, a provider or an effort (its params or its `config`): then
+/// the thread's own model is not taken up (codex's `merge_persisted_resume_metadata`).
+fn resume_changes_model(params: &Value) -> bool {
+    let set = |v: &Value| !v.is_null();
+    set(&params["model"])
+        || set(&params["modelProvider"])
+        || params["config"].get("model").is_some()
+        || params["config"].get("model_reasoning_effort").is_some()
 }
 
 /// Whether `s` has the shape of an RFC 3339 time (`2026-12-03T21:53:20.000Z`, an offset for
