@@ -126,6 +126,9 @@ fn initial_items_refusal(p: &Value, version: &str) -> Option<&'static str> {
     None
 }
 
+/// The submissions a thread's queue holds (`thread/queue/add` after an interrupted turn).
+pub(super) const QUEUE_HELD: &str = "queueHeld";
+
 impl H<'_> {
     pub(super) fn unsupported(&self, id: &Value, method: &str) -> Result<(), String> {
         let tail = UNSUPPORTED
@@ -493,8 +496,28 @@ impl H<'_> {
             if self.fake.loaded_thread(p).is_err() || turn::running().contains_key(&thread_id) {
                 return self.not_modeled(method);
             }
+            // After an interrupted turn the queue holds what it is given: answered, changed
+            // once, listed, not taken (fidelity s45450001_0647 twice; turn scenario 254 on
+            // every version). What then takes it is not modeled.
+            let info = self.fake.store.load()["threads"][&thread_id].clone();
+            let last = info["turns"].as_array().and_then(|t| t.last()).cloned();
+            if last.is_some_and(|t| t["status"] == "interrupted") {
+                let submission = turn::queued_submission(p);
+                self.fake.store.update(|d| {
+                    let q = &mut d["threads"][&thread_id][QUEUE_HELD];
+                    let mut held = q.as_array().cloned().unwrap_or_default();
+                    held.push(submission.clone());
+                    *q = json!(held);
+                });
+                self.result(id, json!({"queuedSubmission": submission}));
+                self.notify("thread/queue/changed", json!({"threadId": thread_id}));
+                return Ok(());
+            }
             turn::start_queued(self.c, id, &thread_id, p);
             return Ok(());
+        }
+        if self.queue_holds(&thread_id) {
+            return self.not_modeled(method);
         }
         Err(format!(
             "queued submission not found: {}",

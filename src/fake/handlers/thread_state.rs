@@ -41,10 +41,23 @@ impl H<'_> {
     /// `thread/queue/list`: a stored thread's queued submissions (none here); an unknown one is
     /// codex's internal error of the thread store.
     pub(super) fn queue_list(&self, id: &Value, p: &Value) -> Result<(), String> {
-        self.queue_thread(p)?;
+        let thread_id = self.queue_thread(p)?;
         check_cursor(p, "invalid queue pagination cursor")?;
-        self.result(id, json!({"data": [], "nextCursor": null}));
+        let held = self.fake.store.load()["threads"][&thread_id][super::rules::QUEUE_HELD].clone();
+        // Paging a queue that holds something is not modeled.
+        if self.queue_holds(&thread_id) && !(p["cursor"].is_null() && p["limit"].is_null()) {
+            return self.not_modeled("thread/queue/list");
+        }
+        let data = if held.is_array() { held } else { json!([]) };
+        self.result(id, json!({"data": data, "nextCursor": null}));
         Ok(())
+    }
+
+    /// Whether the thread's queue holds submissions (see `rules::QUEUE_HELD`).
+    pub(super) fn queue_holds(&self, thread_id: &str) -> bool {
+        self.fake.store.load()["threads"][thread_id][super::rules::QUEUE_HELD]
+            .as_array()
+            .is_some_and(|h| !h.is_empty())
     }
 
     /// The thread a queue call names, checked as codex's queue service checks it: its id, not
@@ -77,6 +90,9 @@ impl H<'_> {
     /// finds nothing and says so, with no notification.
     pub(super) fn queue_change(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
         let thread_id = self.queue_thread(p)?;
+        if self.queue_holds(&thread_id) {
+            return self.not_modeled(method);
+        }
         if method == "thread/queue/delete" {
             self.result(id, json!({"deleted": false}));
             return Ok(());

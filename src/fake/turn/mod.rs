@@ -144,16 +144,21 @@ const QUEUE_START: Duration = Duration::from_micros(5_300);
 /// `thread/queue/add` on an idle thread: the input is queued and taken at once (the queue
 /// changes twice), answered with the submission, then run as a turn (its user message carries
 /// the client's id). The turn is active from the answer on: a steer meanwhile finds it.
-pub fn start_queued(conn: &Arc<Conn>, id: &Value, thread_id: &str, params: &Value) {
+/// A `thread/queue/add`'s submission as codex keeps and shows it.
+pub fn queued_submission(params: &Value) -> Value {
     let input: Vec<Value> = params["input"]
         .as_array()
         .into_iter()
         .flatten()
         .map(items::user_content)
         .collect();
-    let submission = json!({"id": uuid::Uuid::now_v7().to_string(), "input": input,
+    json!({"id": uuid::Uuid::now_v7().to_string(), "input": input,
         "clientUserMessageId": params["clientUserMessageId"],
-        "responsesapiClientMetadata": params["responsesapiClientMetadata"]});
+        "responsesapiClientMetadata": params["responsesapiClientMetadata"]})
+}
+
+pub fn start_queued(conn: &Arc<Conn>, id: &Value, thread_id: &str, params: &Value) {
+    let submission = queued_submission(params);
     let note = json!({"threadId": thread_id});
     conn.notify("thread/queue/changed", note.clone());
     // Taking the input starts a turn as `turn/start` does: a model without metadata is warned
