@@ -1607,6 +1607,11 @@ impl H<'_> {
             // The thread as the other queue methods read it first (fidelity s8080001_0076).
             "thread/queue/start" => {
                 self.queue_thread(p)?;
+                // A stored thread not loaded here is not started from (fidelity s45450001_0208
+                // on 0.169.0; turn scenario 255 on every version).
+                if self.fake.loaded_thread(p).is_err() {
+                    return Err("resume the thread before starting a queued message".into());
+                }
                 // A submission named is looked for (fidelity s9090001_0155).
                 match p["queuedSubmissionId"].as_str() {
                     Some(q) => format!("queued submission not found: {q}"),
