@@ -151,7 +151,24 @@ impl<'a> Ctx<'a> {
         // One model request: the summary (`summary`'s first response; only its usage shows).
         self.next_response();
         let steps = summary.first_response();
-        let (usage, pauses) = match script::reply(self.resp, &steps) {
+        let reply = script::reply(self.resp, &steps);
+        if let Reply::Http {
+            status,
+            body,
+            headers,
+        } = &reply
+        {
+            // The summary's request refused: the compaction's item starts, then the request is
+            // resent or retried as a turn's is, and the turn fails when codex gives up; the item
+            // never completes (fidelity s46460001_0950, both real runs; turn scenario 22b).
+            let id = uuid::Uuid::now_v7().to_string();
+            self.started(&json!({"type": "contextCompaction", "id": id}));
+            for _ in 0..64 {
+                self.check()?;
+                self.http_error(*status, body, headers)?;
+            }
+        }
+        let (usage, pauses) = match reply {
             Reply::Stream(outs) => (
                 outs.iter().filter_map(|o| o.event()).find_map(|e| {
                     (e["type"] == "response.completed")
