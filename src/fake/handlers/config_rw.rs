@@ -215,83 +215,179 @@ written; use `--profile <name>` with `<name>.config.toml` instead";
 const LEGACY_PROFILES: &str = "`profiles` contains legacy config profile tables and can no \
 longer be written; use `--profile <name>` with `<name>.config.toml` instead";
 
-/// The methods that load codex's configuration before anything else they check, each with
-/// the words and code of its refusal when the user's `config.toml` is not TOML (a probe of
-/// every client method on 0.163.0, 0.169.0 and 0.171.0; turn scenario 250 on each).
-const CONFIG_LOADERS: &[(&str, bool, &str)] = &[
-    // (method, refused as an internal error, the words before codex's reason)
-    (
-        "account/bedrock/checkGovCloudRequirements",
-        true,
-        "failed to load configuration",
-    ),
-    ("config/batchWrite", true, "failed to load configuration"),
-    ("config/value/write", true, "failed to load configuration"),
-    (
-        "account/bedrock/setup",
-        true,
-        "failed to load configuration layers",
-    ),
-    (
-        "account/gcp/setup",
-        true,
-        "failed to load configuration layers",
-    ),
-    (
-        "account/gatewayOAuth/login",
-        false,
-        "failed to load configuration",
-    ),
-    (
-        "account/gatewayOAuth/read",
-        false,
-        "failed to load configuration",
-    ),
-    ("config/read", true, "failed to read configuration layers"),
-    (
-        "configRequirements/read",
-        true,
-        "failed to read configuration layers",
-    ),
-    (
-        "config/mcpServer/reload",
-        true,
-        "failed to refresh MCP servers",
-    ),
-    (
-        "modelProvider/capabilities/read",
-        true,
-        "failed to resolve feature override precedence",
-    ),
-    (
-        "modelProvider/config/write",
-        true,
-        "failed to read providers",
-    ),
-    (
-        "modelProvider/default/set",
-        true,
-        "failed to read providers",
-    ),
-    ("modelProvider/list", true, "failed to read providers"),
-    ("app/installed", true, "failed to reload config"),
-    ("app/list", true, "failed to reload config"),
-    ("app/read", true, "failed to reload config"),
-    ("experimentalFeature/list", true, "failed to reload config"),
-    ("marketplace/add", true, "failed to reload config"),
-    ("marketplace/remove", true, "failed to reload config"),
-    ("marketplace/upgrade", true, "failed to reload config"),
-    ("mcpServer/oauth/login", true, "failed to reload config"),
-    ("mcpServer/resource/read", true, "failed to reload config"),
-    ("mcpServerStatus/list", true, "failed to reload config"),
-    ("permissionProfile/list", true, "failed to reload config"),
-    ("plugin/installed", true, "failed to reload config"),
-    ("plugin/list", true, "failed to reload config"),
-    ("plugin/reconcile", true, "failed to reload config"),
-    ("plugin/share/checkout", true, "failed to reload config"),
-    ("plugin/share/delete", true, "failed to reload config"),
-    ("plugin/share/list", true, "failed to reload config"),
-    ("plugin/skill/read", true, "failed to reload config"),
+/// A method that loads codex's configuration before anything else it checks, and how it is
+/// refused when the user's `config.toml` is not TOML.
+struct Loader {
+    method: &'static str,
+    /// Refused as an internal error (else as an invalid request).
+    internal: bool,
+    /// The words before codex's reason.
+    words: &'static str,
+}
+
+/// Every such method (a probe of every client method on 0.163.0, 0.169.0 and 0.171.0; turn
+/// scenario 250 on each).
+const CONFIG_LOADERS: &[Loader] = &[
+    Loader {
+        method: "account/bedrock/checkGovCloudRequirements",
+        internal: true,
+        words: "failed to load configuration",
+    },
+    Loader {
+        method: "config/batchWrite",
+        internal: true,
+        words: "failed to load configuration",
+    },
+    Loader {
+        method: "config/value/write",
+        internal: true,
+        words: "failed to load configuration",
+    },
+    Loader {
+        method: "account/bedrock/setup",
+        internal: true,
+        words: "failed to load configuration layers",
+    },
+    Loader {
+        method: "account/gcp/setup",
+        internal: true,
+        words: "failed to load configuration layers",
+    },
+    Loader {
+        method: "account/gatewayOAuth/login",
+        internal: false,
+        words: "failed to load configuration",
+    },
+    Loader {
+        method: "account/gatewayOAuth/read",
+        internal: false,
+        words: "failed to load configuration",
+    },
+    Loader {
+        method: "config/read",
+        internal: true,
+        words: "failed to read configuration layers",
+    },
+    Loader {
+        method: "configRequirements/read",
+        internal: true,
+        words: "failed to read configuration layers",
+    },
+    Loader {
+        method: "config/mcpServer/reload",
+        internal: true,
+        words: "failed to refresh MCP servers",
+    },
+    Loader {
+        method: "modelProvider/capabilities/read",
+        internal: true,
+        words: "failed to resolve feature override precedence",
+    },
+    Loader {
+        method: "modelProvider/config/write",
+        internal: true,
+        words: "failed to read providers",
+    },
+    Loader {
+        method: "modelProvider/default/set",
+        internal: true,
+        words: "failed to read providers",
+    },
+    Loader {
+        method: "modelProvider/list",
+        internal: true,
+        words: "failed to read providers",
+    },
+    Loader {
+        method: "app/installed",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "app/list",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "app/read",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "experimentalFeature/list",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "marketplace/add",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "marketplace/remove",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "marketplace/upgrade",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "mcpServer/oauth/login",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "mcpServer/resource/read",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "mcpServerStatus/list",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "permissionProfile/list",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "plugin/installed",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "plugin/list",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "plugin/reconcile",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "plugin/share/checkout",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "plugin/share/delete",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "plugin/share/list",
+        internal: true,
+        words: "failed to reload config",
+    },
+    Loader {
+        method: "plugin/skill/read",
+        internal: true,
+        words: "failed to reload config",
+    },
 ];
 
 impl H<'_> {
@@ -300,17 +396,17 @@ impl H<'_> {
         crate::fake::config::toml_error(&self.fake.codex_home.join("config.toml"))
     }
 
-    /// A method's refusal when it loads a configuration codex cannot parse: its words, or
-    /// the answer itself for the listings that report it per directory (`skills/list`,
+    /// A method's answer when it loads a configuration codex cannot parse: `Err` its refusal,
+    /// `Ok` once answered (the listings that report it per directory: `skills/list`,
     /// `hooks/list`). `None`: the method goes on as usual.
     pub(super) fn config_load_refusal(
         &self,
         id: &Value,
         method: &str,
         p: &Value,
-    ) -> Option<String> {
+    ) -> Option<Result<(), String>> {
         let listing = matches!(method, "skills/list" | "hooks/list");
-        let loader = CONFIG_LOADERS.iter().find(|(m, _, _)| *m == method);
+        let loader = CONFIG_LOADERS.iter().find(|l| l.method == method);
         if loader.is_none() && !listing {
             return None;
         }
@@ -334,9 +430,13 @@ impl H<'_> {
                 })
                 .collect();
             self.result(id, json!({"data": data}));
-            return Some(String::new());
+            return Some(Ok(()));
         }
-        let (_, mut internal, mut words) = *loader?;
+        let Loader {
+            mut internal,
+            mut words,
+            ..
+        } = *loader?;
         // 0.163.0 words a gateway's as its own configuration, an internal error.
         if method.starts_with("account/gatewayOAuth/") && self.fake.turn_facts.gateway_config_words
         {
@@ -347,6 +447,6 @@ impl H<'_> {
         } else {
             ""
         };
-        Some(format!("{prefix}{words}: {reason}"))
+        Some(Err(format!("{prefix}{words}: {reason}")))
     }
 }

@@ -507,8 +507,8 @@ impl H<'_> {
             }
         }
         // A configuration codex cannot parse refuses the methods that load it first.
-        if let Some(refusal) = self.config_load_refusal(id, method, params) {
-            if !refusal.is_empty() {
+        if let Some(answered) = self.config_load_refusal(id, method, params) {
+            if let Err(refusal) = answered {
                 self.error(id, refusal);
             }
             return;
