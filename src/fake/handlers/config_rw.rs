@@ -412,11 +412,8 @@ impl H<'_> {
         }
         let reason = self.config_toml_error()?;
         if listing {
-            let cwds: Vec<Value> = match p["cwds"].as_array() {
-                Some(c) if !c.is_empty() => c.clone(),
-                _ => vec![json!(self.fake.cwd)],
-            };
-            let data: Vec<Value> = cwds
+            let data: Vec<Value> = self
+                .listed_cwds(p)
                 .into_iter()
                 .map(|cwd| {
                     if method == "skills/list" {

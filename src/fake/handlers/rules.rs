@@ -126,9 +126,6 @@ fn initial_items_refusal(p: &Value, version: &str) -> Option<&'static str> {
     None
 }
 
-/// The submissions a thread's queue holds (`thread/queue/add` after an interrupted turn).
-pub(super) const QUEUE_HELD: &str = "queueHeld";
-
 impl H<'_> {
     pub(super) fn unsupported(&self, id: &Value, method: &str) -> Result<(), String> {
         let tail = UNSUPPORTED
@@ -504,7 +501,7 @@ impl H<'_> {
             if last.is_some_and(|t| t["status"] == "interrupted") {
                 let submission = turn::queued_submission(p);
                 self.fake.store.update(|d| {
-                    let q = &mut d["threads"][&thread_id][QUEUE_HELD];
+                    let q = &mut d["threads"][&thread_id][super::thread_state::QUEUE_HELD];
                     let mut held = q.as_array().cloned().unwrap_or_default();
                     held.push(submission.clone());
                     *q = json!(held);

@@ -30,6 +30,15 @@ fn markers(user: &Map<String, Value>) -> Vec<String> {
 }
 
 impl H<'_> {
+    /// The directories a listing (`skills/list`, `hooks/list`) reports on: its `cwds`, else
+    /// the session's cwd.
+    pub(super) fn listed_cwds(&self, p: &Value) -> Vec<Value> {
+        match p["cwds"].as_array() {
+            Some(c) if !c.is_empty() => c.clone(),
+            _ => vec![json!(self.fake.cwd)],
+        }
+    }
+
     pub(super) fn skills_list(&self, id: &Value, p: &Value) -> Result<(), String> {
         let method = "skills/list";
         let Some((captured_home, system)) = defaults::captured_system_skills(self.fake.protocol)
@@ -48,10 +57,7 @@ impl H<'_> {
             (Vec::new(), Vec::new())
         };
         let markers = markers(&user);
-        let cwds: Vec<Value> = match p["cwds"].as_array() {
-            Some(c) if !c.is_empty() => c.clone(),
-            _ => vec![json!(self.fake.cwd)],
-        };
+        let cwds = self.listed_cwds(p);
         if cwds
             .iter()
             .any(|c| skills::has_project_layer(Path::new(c.as_str().unwrap_or_default()), &markers))

@@ -20,6 +20,9 @@ fn check_cursor(p: &Value, what: &str) -> Result<(), String> {
     }
 }
 
+/// The submissions a thread's queue holds (`thread/queue/add` after an interrupted turn).
+pub(super) const QUEUE_HELD: &str = "queueHeld";
+
 impl H<'_> {
     /// `thread/backgroundTerminals/list` and `…/clean`: a loaded thread's (none here).
     pub(super) fn background_terminals(
@@ -43,7 +46,7 @@ impl H<'_> {
     pub(super) fn queue_list(&self, id: &Value, p: &Value) -> Result<(), String> {
         let thread_id = self.queue_thread(p)?;
         check_cursor(p, "invalid queue pagination cursor")?;
-        let held = self.fake.store.load()["threads"][&thread_id][super::rules::QUEUE_HELD].clone();
+        let held = self.fake.store.load()["threads"][&thread_id][QUEUE_HELD].clone();
         // Paging a queue that holds something is not modeled.
         if self.queue_holds(&thread_id) && !(p["cursor"].is_null() && p["limit"].is_null()) {
             return self.not_modeled("thread/queue/list");
@@ -53,9 +56,9 @@ impl H<'_> {
         Ok(())
     }
 
-    /// Whether the thread's queue holds submissions (see `rules::QUEUE_HELD`).
+    /// Whether the thread's queue holds submissions ([`QUEUE_HELD`]).
     pub(super) fn queue_holds(&self, thread_id: &str) -> bool {
-        self.fake.store.load()["threads"][thread_id][super::rules::QUEUE_HELD]
+        self.fake.store.load()["threads"][thread_id][QUEUE_HELD]
             .as_array()
             .is_some_and(|h| !h.is_empty())
     }
