@@ -96,6 +96,9 @@ pub struct TurnFacts {
     /// `thread/readState/changed` reaches only the thread's subscribers (else every
     /// connection, as its status does: turn scenario `183`).
     pub read_state_to_subscribers: bool,
+    /// An interrupted turn stays the thread's active one to `turn/interrupt` (a refusal names
+    /// it) until the next turn starts; `turn/steer` finds no active turn (turn scenario 257).
+    pub interrupted_turn_stays_named: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

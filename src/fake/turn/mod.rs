@@ -452,6 +452,13 @@ fn play(
         save_turn(conn, &thread_id, &stored, rollout);
         conn.fake.write_rollout(&thread_id);
         if last {
+            // 0.163.0's app-server keeps naming an interrupted turn as the thread's active one
+            // to `turn/interrupt` until the next turn starts (turn scenario 257).
+            if matches!(outcome, Err(End::Interrupted))
+                && conn.fake.turn_facts.interrupted_turn_stays_named
+            {
+                ctl::stale_turns().insert(thread_id.clone(), turn_id.to_string());
+            }
             running().remove(&thread_id);
         }
         // An approval request the turn's end resolved is said in the same write as the end
