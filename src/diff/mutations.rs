@@ -184,6 +184,28 @@ fn a_search_partial_outside_its_stream_is_caught() {
 }
 
 #[test]
+fn an_mcp_starting_announcement_past_its_threads_start_is_caught() {
+    let orig = lines("0.171.0", "258_mcp_server_status");
+    let starting = |l: &Value| l["msg"]["params"]["status"] == "starting";
+    let ready = |l: &Value| l["msg"]["params"]["status"] == "ready";
+    // After the server's `ready`: past more than the thread's answer and `thread/started`.
+    let mut t = orig.clone();
+    let note = t.remove(position(&t, starting));
+    t.insert(position(&t, ready) + 1, note);
+    caught("a `starting` after its `ready`", &orig, &t);
+    // Before the answer to `initialize`: more than the thread's two messages away.
+    let mut t = orig.clone();
+    let note = t.remove(position(&t, starting));
+    let init = position(&t, |l| l["msg"]["id"] == 0 && l["dir"] == "out");
+    t.insert(init, note);
+    caught("a `starting` before the session's first answer", &orig, &t);
+    // Missing.
+    let mut t = orig.clone();
+    t.remove(position(&t, starting));
+    caught("a missing `starting`", &orig, &t);
+}
+
+#[test]
 fn a_queued_submission_s_answer_moved_past_its_turn_s_start_is_caught() {
     let orig = lines("0.171.0", "194_queue_add_on_an_idle_thread");
     let answer =

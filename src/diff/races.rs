@@ -80,6 +80,13 @@ pub const TOLERANCES: &[Tolerance] = &[
                 answer comes after it; the answers are compared",
     },
     Tolerance {
+        name: "mcp_starting",
+        what: "a new thread's MCP servers are started by its session's task: their `starting` \
+               announcements come before or after the request's answer and `thread/started`",
+        bound: "a run of one thread's `starting` announcements moved to just after that \
+                thread's answer and `thread/started`, only over those two messages",
+    },
+    Tolerance {
         name: "status_repeat",
         what: "a thread's status change sent twice in a row with the same status (a deleted \
                thread is marked unloaded by the request and by its listener seeing it shut down)",
@@ -313,6 +320,9 @@ fn settle(t: &mut Vec<Entry>, rules: &Rules) {
             i += 1;
         }
     }
+    if rules.on("mcp_starting") {
+        settle_mcp_starting(t);
+    }
     if rules.on("turn_result") {
         // A turn's result just before its turn's own start messages, only over those.
         let start_message = |e: &Entry| match method(e) {
@@ -339,6 +349,43 @@ fn settle(t: &mut Vec<Entry>, rules: &Rules) {
             }
             i += 1;
         }
+    }
+}
+
+/// A run of one thread's MCP `starting` announcements put after that thread's answer and
+/// `thread/started` when they come right after it (at most those two messages passed).
+fn settle_mcp_starting(t: &mut [Entry]) {
+    let starting = |e: &Entry| {
+        (e.dir == "out"
+            && method(e) == Some("mcpServer/startupStatus/updated")
+            && e.msg["params"]["status"] == "starting")
+            .then(|| e.msg["params"]["threadId"].clone())
+    };
+    let announces = |e: &Entry, thread: &serde_json::Value| {
+        e.dir == "out"
+            && match method(e) {
+                Some("thread/started") => &e.msg["params"]["thread"]["id"] == thread,
+                None => &e.msg["result"]["thread"]["id"] == thread,
+                _ => false,
+            }
+    };
+    let mut i = 0;
+    while i < t.len() {
+        let Some(thread) = starting(&t[i]) else {
+            i += 1;
+            continue;
+        };
+        let run = t[i..]
+            .iter()
+            .take_while(|e| starting(e).as_ref() == Some(&thread))
+            .count();
+        let passed = t[i + run..]
+            .iter()
+            .take(2)
+            .take_while(|e| announces(e, &thread))
+            .count();
+        t[i..i + run + passed].rotate_left(run);
+        i += run + passed;
     }
 }
 

@@ -10,6 +10,7 @@ pub mod config;
 pub mod defaults;
 mod handlers;
 mod listen;
+mod mcp;
 mod plugins;
 mod process;
 mod project;

@@ -99,6 +99,9 @@ pub struct TurnFacts {
     /// An interrupted turn stays the thread's active one to `turn/interrupt` (a refusal names
     /// it) until the next turn starts; `turn/steer` finds no active turn (turn scenario 257).
     pub interrupted_turn_stays_named: bool,
+    /// A failed send to an MCP server names codex's stdio launcher as the transport, not the
+    /// wrappers newer versions put around it (turn scenario 258).
+    pub mcp_transport_unwrapped: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

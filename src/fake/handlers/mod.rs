@@ -12,6 +12,7 @@ mod exec;
 mod file_search;
 mod fs;
 mod imports;
+mod mcp;
 mod params;
 mod plugins;
 mod projects;
@@ -314,8 +315,8 @@ const RULES: &[(&str, Handler)] = &[
     ("thread/backgroundTerminals/terminate", |h, id, p| {
         h.terminate_background(id, p)
     }),
-    ("mcpServerStatus/list", |h, _, p| {
-        h.on_loaded_thread("mcpServerStatus/list", p)
+    ("mcpServerStatus/list", |h, id, p| {
+        h.on_loaded_thread(id, "mcpServerStatus/list", p)
     }),
     // Appending to a realtime session that never started fails the thread (probed on
     // 0.171.0: audio, text and speech alike).

@@ -778,10 +778,10 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "mcpServerStatus/list",
         &[
-            ("cursor", Unmodeled(NOT_KEPT)),
-            ("detail", Unmodeled(NOT_KEPT)),
+            ("cursor", Read),
+            ("detail", Read),
             ("environmentId", Read),
-            ("limit", Unmodeled(NOT_KEPT)),
+            ("limit", Read),
             ("serverName", Read),
             ("threadId", Read),
         ],

@@ -34,7 +34,7 @@ fn sized(p: &Value) -> bool {
 /// One page of a list codex pages by offset (`experimentalFeature/list`, `model/list`): the
 /// cursor an offset (`invalid cursor: …`, `cursor N exceeds total <what> M`), `limit` at least
 /// one, the next cursor the offset after the page.
-fn offset_page(data: &[Value], p: &Value, what: &str) -> Result<Value, String> {
+pub(super) fn offset_page(data: &[Value], p: &Value, what: &str) -> Result<Value, String> {
     let start = match p["cursor"].as_str() {
         None => 0,
         Some(c) => c
@@ -267,31 +267,35 @@ impl H<'_> {
 
     /// Methods on a loaded thread whose answer, once the thread is found, is not modeled
     /// (`mcpServerStatus/list` only when it names a thread).
-    pub(super) fn on_loaded_thread(&self, method: &str, p: &Value) -> Result<(), String> {
+    pub(super) fn on_loaded_thread(
+        &self,
+        id: &Value,
+        method: &str,
+        p: &Value,
+    ) -> Result<(), String> {
         if method == "mcpServerStatus/list"
             && !p["environmentId"].is_null()
             && (p["serverName"].is_null() || p["threadId"].is_null())
         {
             return Err("environmentId requires serverName and threadId".into());
         }
+        let mut cwd = None;
         if method != "mcpServerStatus/list" || !p["threadId"].is_null() {
-            self.fake.loaded_thread(p)?;
+            let (_, info) = self.fake.loaded_thread(p)?;
+            cwd = info["cwd"].as_str().map(std::path::PathBuf::from);
         }
-        // With no server configured the list pages an empty list by offset (fidelity
-        // s7070001_0266: `invalid cursor`, `cursor N exceeds total MCP servers 0`).
-        if method == "mcpServerStatus/list" && !self.mcp_servers_configured() {
-            offset_page(&[], p, "MCP servers")?;
+        if method == "mcpServerStatus/list" {
+            match self.mcp_servers() {
+                // With no server configured the list pages an empty list by offset (fidelity
+                // s7070001_0266: `invalid cursor`, `cursor N exceeds total MCP servers 0`).
+                Ok(servers) if servers.is_empty() => {
+                    offset_page(&[], p, "MCP servers")?;
+                }
+                Ok(servers) => return self.mcp_status_list(id, p, servers, cwd),
+                Err(_) => {}
+            }
         }
         self.not_modeled(method)
-    }
-
-    /// Whether the configuration (user file and `-c` flags) names an MCP server.
-    fn mcp_servers_configured(&self) -> bool {
-        let flags = crate::fake::user_config::flags(&self.fake.overrides);
-        crate::fake::user_config::merged(&self.user_table(), &flags)
-            .get("mcp_servers")
-            .and_then(Value::as_object)
-            .is_some_and(|m| !m.is_empty())
     }
 
     /// `thread/search` and `thread/search/stream`: the term (trimmed) must not be empty, then a

@@ -96,6 +96,7 @@ impl H<'_> {
         );
         self.session_started(&thread_id, false);
         self.warn(&thread_id, warnings);
+        self.start_mcp_servers(&thread_id, info["cwd"].as_str().unwrap_or("/"));
         Ok(())
     }
 

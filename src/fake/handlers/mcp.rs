@@ -1,0 +1,175 @@
+//! MCP servers as a client sees them: a thread's servers started with it (each announced
+//! `starting`, then `ready` or `failed`), and `mcpServerStatus/list`, which asks each server
+//! afresh (turn scenario 258 on every version; `fake/mcp.rs` speaks to the servers).
+
+use super::view::H;
+use crate::fake::mcp::{self, Server, State};
+use codex_wire_protocol::track::JsonPath;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The transport codex names in a failed send (its launcher wrapped on newer versions).
+const TRANSPORT: &str = "codex_rmcp_client::tool_list_changes::ToolListChanges<\
+codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<\
+codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>";
+const TRANSPORT_UNWRAPPED: &str = "codex_rmcp_client::stdio_server_launcher::StdioServerTransport";
+
+impl H<'_> {
+    /// The stdio servers the configuration names, or the first one the fake does not start.
+    pub(super) fn mcp_servers(&self) -> Result<Vec<Server>, String> {
+        let flags = crate::fake::user_config::flags(&self.fake.overrides);
+        mcp::configured(&crate::fake::user_config::merged(
+            &self.user_table(),
+            &flags,
+        ))
+    }
+
+    fn mcp_transport(&self) -> &'static str {
+        if self.fake.turn_facts.mcp_transport_unwrapped {
+            TRANSPORT_UNWRAPPED
+        } else {
+            TRANSPORT
+        }
+    }
+
+    /// A thread's session starts its servers: each `starting` in one write after the
+    /// session's own notifications, then each `ready` or `failed` as its handshake ends (in
+    /// the thread's cwd). A `url` server is not started (not modeled).
+    pub(super) fn start_mcp_servers(&self, thread_id: &str, cwd: &str) {
+        let Ok(mut servers) = self.mcp_servers() else {
+            return;
+        };
+        servers.retain(|s| s.enabled);
+        if servers.is_empty() {
+            return;
+        }
+        {
+            let mut threads = mcp::threads();
+            let states = threads.entry(thread_id.to_string()).or_default();
+            for s in &servers {
+                states.insert(s.name.clone(), State::Starting);
+            }
+        }
+        let notes = servers
+            .iter()
+            .map(|s| {
+                (
+                    "mcpServer/startupStatus/updated",
+                    self.startup_status(thread_id, &s.name, "starting", None),
+                )
+            })
+            .collect();
+        self.notify_together(notes);
+        for server in servers {
+            let conn = Arc::clone(self.c);
+            let (thread_id, cwd) = (thread_id.to_string(), PathBuf::from(cwd));
+            std::thread::spawn(move || {
+                let h = H { c: &conn };
+                let version = h.fake.protocol.version;
+                let (client, started) =
+                    mcp::Client::start(&server, Some(&cwd), true, version, h.mcp_transport());
+                let (state, status, error) = match (client, started) {
+                    (Some(c), Ok(())) => (State::Ready(Box::new(c)), "ready", None),
+                    (_, Err(f)) => {
+                        let error = f.startup_error(&server);
+                        (State::Failed, "failed", Some(error))
+                    }
+                    (None, Ok(())) => return,
+                };
+                if let Some(states) = mcp::threads().get_mut(&thread_id) {
+                    states.insert(server.name.clone(), state);
+                }
+                let params = h.startup_status(&thread_id, &server.name, status, error);
+                h.notify("mcpServer/startupStatus/updated", params);
+            });
+        }
+    }
+
+    /// `mcpServer/startupStatus/updated`'s params, with the keys this version's type has.
+    fn startup_status(
+        &self,
+        thread_id: &str,
+        name: &str,
+        status: &str,
+        error: Option<String>,
+    ) -> Value {
+        let method = "mcpServer/startupStatus/updated";
+        let mut params = json!({"threadId": thread_id, "name": name, "environmentId": null,
+                                "status": status, "error": error, "failureReason": null});
+        let msg = json!({"method": method, "params": params});
+        let mut ignored = Vec::new();
+        (self.fake.protocol.track_server_notification)(&msg, &mut JsonPath::root(), &mut ignored);
+        if let Some(o) = params.as_object_mut() {
+            for path in ignored {
+                if let Some(key) = path.strip_prefix("$.params.") {
+                    o.shift_remove(key);
+                }
+            }
+        }
+        params
+    }
+
+    /// `mcpServerStatus/list` with servers configured: each server (or the one named) spawned
+    /// and asked afresh — in the thread's cwd when one is named, else in the process's — and
+    /// listed by name; a thread's list adds where its own connection stands. Answered once every
+    /// server has answered or failed (other requests are served meanwhile).
+    pub(super) fn mcp_status_list(
+        &self,
+        id: &Value,
+        p: &Value,
+        servers: Vec<Server>,
+        cwd: Option<PathBuf>,
+    ) -> Result<(), String> {
+        if !p["serverName"].is_null() {
+            // One server by name (a thread's connection reused): not modeled.
+            return self.not_modeled("mcpServerStatus/list");
+        }
+        // The cursor is judged before any server is asked.
+        super::rules::offset_page(&vec![Value::Null; servers.len()], p, "MCP servers")?;
+        let thread_id = p["threadId"].as_str().map(String::from);
+        let full = p["detail"].as_str() != Some("toolsAndAuthOnly");
+        let (conn, id, p) = (Arc::clone(self.c), id.clone(), p.clone());
+        std::thread::spawn(move || {
+            let h = H { c: &conn };
+            let version = h.fake.protocol.version;
+            let transport = h.mcp_transport();
+            let mut entries: Vec<Value> = std::thread::scope(|s| {
+                let asks: Vec<_> = servers
+                    .iter()
+                    .map(|server| {
+                        let cwd = cwd.as_deref();
+                        s.spawn(move || mcp::status_entry(server, cwd, full, version, transport))
+                    })
+                    .collect();
+                asks.into_iter().filter_map(|a| a.join().ok()).collect()
+            });
+            // A thread's list says where the thread's own connection stands: none for a server
+            // the thread's session did not start (the configuration changed since).
+            if let Some(t) = &thread_id {
+                let threads = mcp::threads();
+                for (e, server) in entries.iter_mut().zip(&servers) {
+                    let state = threads.get(t).and_then(|s| s.get(&server.name));
+                    e["runtimeStatus"] = match state {
+                        _ if !server.enabled => json!("disabled"),
+                        Some(state) => json!(state.runtime_status()),
+                        None => Value::Null,
+                    };
+                }
+            }
+            entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+            match super::rules::offset_page(&entries, &p, "MCP servers") {
+                Ok(page) => {
+                    let page = crate::fake::defaults::shaped(
+                        h.fake.protocol,
+                        "mcpServerStatus/list",
+                        page,
+                    );
+                    h.result(&id, page);
+                }
+                Err(e) => h.error(&id, e),
+            }
+        });
+        Ok(())
+    }
+}
