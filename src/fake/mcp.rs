@@ -325,6 +325,19 @@ pub fn threads() -> MutexGuard<'static, HashMap<String, HashMap<String, State>>>
         .unwrap_or_else(|e| e.into_inner())
 }
 
+/// Returns once none of the thread's servers is still starting (each ends `ready` or `failed`
+/// within its startup timeout).
+pub fn wait_started(thread_id: &str) {
+    let starting = || {
+        threads()
+            .get(thread_id)
+            .is_some_and(|s| s.values().any(|s| matches!(s, State::Starting)))
+    };
+    while starting() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// One entry of `mcpServerStatus/list` for a server asked afresh (`full`: its resources too).
 pub fn status_entry(
     server: &Server,

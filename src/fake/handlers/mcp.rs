@@ -77,11 +77,12 @@ impl H<'_> {
                     }
                     (None, Ok(())) => return,
                 };
+                // Announced before the state changes: a turn waiting for it speaks after.
+                let params = h.startup_status(&thread_id, &server.name, status, error);
+                h.notify("mcpServer/startupStatus/updated", params);
                 if let Some(states) = mcp::threads().get_mut(&thread_id) {
                     states.insert(server.name.clone(), state);
                 }
-                let params = h.startup_status(&thread_id, &server.name, status, error);
-                h.notify("mcpServer/startupStatus/updated", params);
             });
         }
     }

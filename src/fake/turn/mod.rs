@@ -370,6 +370,11 @@ fn play(
             json!({"threadId": thread_id,
                    "turn": turn_obj(&turn_id, &root, "inProgress", Some(started), None, &[])}),
         );
+        if n == 0 {
+            // codex's turn waits for the thread's MCP servers still starting (turn scenario 259:
+            // the input's item after the server's `ready`).
+            crate::fake::mcp::wait_started(&thread_id);
+        }
         if let Some(request) = input.as_ref().filter(|_| n == 0) {
             // codex echoes the submitted input as a userMessage item
             ctx.user_message(request);
