@@ -299,6 +299,8 @@ impl H<'_> {
             // listener reports it idle (0.171.0, f27 and f29).
             self.session_started(&thread_id, false);
             self.warn(&thread_id, std::mem::take(&mut warnings));
+            // Its MCP servers start with it, announced before the answer (turn scenario 259b).
+            self.start_mcp_servers(&thread_id, info["cwd"].as_str().unwrap_or("/"));
             self.notify(
                 "thread/status/changed",
                 json!({"threadId": thread_id, "status": {"type": "idle"}}),
@@ -548,6 +550,7 @@ impl H<'_> {
         lock(&self.fake.loaded).insert(thread_id.clone());
         // The fork's session start speaks before its result (0.171.0, f31).
         self.session_started(&thread_id, true);
+        self.start_mcp_servers(&thread_id, new["cwd"].as_str().unwrap_or("/"));
         // codex answers a fork once the new thread's session runs: what the server sends
         // meanwhile (a running turn's events, a sandbox setup's failure) comes first.
         self.c.flush_held();
