@@ -61,6 +61,10 @@ pub struct Fake {
     /// Server→client requests this process has sent (`None` before the first; then how many
     /// await their answer): `server/diagnostics` gauges them once there was one.
     pub server_requests: Mutex<Option<usize>>,
+    /// A turn has started in this process: codex gauges its active turns from the first one
+    /// on (`server/diagnostics` before any lists no `core.turns.active`: fidelity
+    /// s47470001_0405, both real runs; every answer after a turn has it).
+    pub turns_gauged: std::sync::atomic::AtomicBool,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
@@ -110,6 +114,7 @@ impl Fake {
             search_sessions: Mutex::new(HashMap::new()),
             logins_pending: std::sync::atomic::AtomicUsize::new(0),
             server_requests: Mutex::new(None),
+            turns_gauged: std::sync::atomic::AtomicBool::new(false),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: TurnFacts::of(protocol),
             catalog: super::catalog::Catalog::of(protocol),

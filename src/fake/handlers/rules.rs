@@ -1747,7 +1747,9 @@ impl H<'_> {
             gauges.push(gauge("app.server_requests.pending", pending));
         }
         gauges.push(gauge("core.threads.live", threads));
-        gauges.push(gauge("core.turns.active", turns));
+        if self.fake.turns_gauged.load(std::sync::atomic::Ordering::SeqCst) {
+            gauges.push(gauge("core.turns.active", turns));
+        }
         self.result(
             id,
             json!({"process": {"id": std::process::id(), "residentMemoryBytes": rss,

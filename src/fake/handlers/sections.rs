@@ -192,15 +192,16 @@ impl H<'_> {
     /// then `thread/section/changed` (even when nothing changed).
     pub(super) fn section_move(&self, id: &Value, p: &Value) -> Result<(), String> {
         let (thread_id, info) = self.fake.stored(p, "thread", "thread not found: ")?;
+        // The anchor's id is parsed before the section is looked up (fidelity s6060001_0133)
+        // and before an ephemeral thread is refused (s47470001_0540, turn scenario 261).
+        if let Some(before) = p["beforeThreadId"].as_str() {
+            crate::fake::threads::check_uuid(before, "before thread")?;
+        }
         // Before the section is looked up (fidelity s8080001_0146).
         if info["ephemeral"] == true {
             return Err(format!(
                 "ephemeral thread does not support section moves: {thread_id}"
             ));
-        }
-        // The anchor's id is parsed before the section is looked up (fidelity s6060001_0133).
-        if let Some(before) = p["beforeThreadId"].as_str() {
-            crate::fake::threads::check_uuid(before, "before thread")?;
         }
         self.fake
             .store

@@ -365,6 +365,7 @@ fn play(
         ctl::stale_turns().remove(&thread_id);
         ctx.status(json!({"type": "active", "activeFlags": []}));
         let root = ctl.root_turn_id();
+        conn.fake.turns_gauged.store(true, Ordering::SeqCst);
         conn.notify(
             "turn/started",
             json!({"threadId": thread_id,
