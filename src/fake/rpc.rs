@@ -65,6 +65,9 @@ pub struct Fake {
     /// on (`server/diagnostics` before any lists no `core.turns.active`: fidelity
     /// s47470001_0405, both real runs; every answer after a turn has it).
     pub turns_gauged: std::sync::atomic::AtomicBool,
+    /// A request went through codex's request queues (`handlers::dispatch`): the queue's
+    /// gauge is listed from then on.
+    pub requests_queued: std::sync::atomic::AtomicBool,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
@@ -115,6 +118,7 @@ impl Fake {
             logins_pending: std::sync::atomic::AtomicUsize::new(0),
             server_requests: Mutex::new(None),
             turns_gauged: std::sync::atomic::AtomicBool::new(false),
+            requests_queued: std::sync::atomic::AtomicBool::new(false),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: TurnFacts::of(protocol),
             catalog: super::catalog::Catalog::of(protocol),
