@@ -50,6 +50,8 @@ const TIME_KEYS: &[&str] = &[
     "resetsAt",
     "lastUpdated",
     "modifiedAtMs",
+    // `accountSession/list`: the time of the call.
+    "lastUsedAt",
 ];
 
 const PID_KEYS: &[&str] = &["processId", "pid"];

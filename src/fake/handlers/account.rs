@@ -19,10 +19,44 @@ const LOGIN_COMPLETED: std::time::Duration = std::time::Duration::from_micros(22
 const LOGOUT_ANSWER: std::time::Duration = std::time::Duration::from_micros(3500);
 
 /// How the home is logged in.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 enum Auth {
     None,
     ApiKey,
+    /// A managed ChatGPT login: its user and email from the id token's claims, its workspace
+    /// from the tokens' `account_id`.
+    ChatGpt {
+        user_id: String,
+        email: Option<String>,
+        account_id: Option<String>,
+    },
+}
+
+/// The claims of a JWT (its payload, base64url, unverified: codex reads them the same way).
+fn jwt_claims(token: &str) -> Option<Value> {
+    use base64::Engine;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// A ChatGPT login as codex's auth manager reads `auth.json`'s tokens (probed on 0.171.0: the
+/// user is the id token's `chatgpt_user_id`, else its `user_id`, none is no login; the email
+/// its `email`, else its profile's).
+fn chatgpt_login(tokens: &Value) -> Option<Auth> {
+    let claims = jwt_claims(tokens["id_token"].as_str()?)?;
+    let auth = &claims["https://api.openai.com/auth"];
+    let user_id = auth["chatgpt_user_id"].as_str().or(auth["user_id"].as_str())?;
+    let email = claims["email"]
+        .as_str()
+        .or(claims["https://api.openai.com/profile"]["email"].as_str());
+    Some(Auth::ChatGpt {
+        user_id: user_id.to_string(),
+        email: email.map(String::from),
+        account_id: tokens["account_id"].as_str().map(String::from),
+    })
 }
 
 /// What a method gated on a ChatGPT account is refused with, per login: the first part of the
@@ -65,10 +99,13 @@ impl H<'_> {
     fn auth(&self) -> Auth {
         let text = std::fs::read_to_string(self.auth_file()).unwrap_or_default();
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if v["OPENAI_API_KEY"].is_string() {
-            Auth::ApiKey
-        } else {
-            Auth::None
+        // An API key wins over tokens unless `auth_mode` names the ChatGPT login.
+        let chatgpt = || chatgpt_login(&v["tokens"]).unwrap_or(Auth::None);
+        match v["auth_mode"].as_str() {
+            Some("chatgpt") => chatgpt(),
+            _ if v["OPENAI_API_KEY"].is_string() => Auth::ApiKey,
+            Some("apikey") => Auth::None,
+            _ => chatgpt(),
         }
     }
 
@@ -91,6 +128,8 @@ impl H<'_> {
         let requires = self.fake.config().requires_openai_auth();
         let account = match (requires, self.auth()) {
             (true, Auth::ApiKey) => json!({"type": "apiKey"}),
+            // What a ChatGPT login shows (its plan, from the network) is not modeled.
+            (true, Auth::ChatGpt { .. }) => return self.not_modeled("account/read"),
             _ => Value::Null,
         };
         let v = json!({"account": account, "userId": null, "requiresOpenaiAuth": requires,
@@ -107,21 +146,65 @@ impl H<'_> {
         // completion, on 0.171.0).
         self.after_logins();
         let auth = self.auth();
+        if matches!(auth, Auth::ChatGpt { .. }) {
+            // With a ChatGPT login these ask chatgpt.com: not modeled.
+            return self.not_modeled(method);
+        }
         if let Some((_, end)) = GATED.iter().find(|(m, _)| *m == method) {
             return Err(match auth {
-                Auth::None => format!("codex account authentication required {end}"),
                 Auth::ApiKey => format!("chatgpt authentication required {end}"),
+                _ => format!("codex account authentication required {end}"),
             });
         }
         if REMOTE_CONTROL.contains(&method) {
             return Err(match auth {
-                Auth::None => "remote control requires ChatGPT authentication".into(),
                 Auth::ApiKey => "remote control requires ChatGPT authentication; API key auth \
                                  is not supported"
                     .into(),
+                _ => "remote control requires ChatGPT authentication".into(),
             });
         }
         Err("Workspace switching requires a managed ChatGPT login".into())
+    }
+
+    /// `accountSession/list`: the one session of a managed ChatGPT login, none otherwise
+    /// (probed on 0.171.0: no file of sessions; `lastUsedAt` is the time of the call).
+    /// Refreshing a session's workspaces asks chatgpt.com: not modeled.
+    pub(super) fn account_sessions(&self, id: &Value, p: &Value) -> Result<(), String> {
+        self.after_logins();
+        let auth = self.auth();
+        if p["refreshWorkspaceMetadata"] == true && matches!(auth, Auth::ChatGpt { .. }) {
+            return self.not_modeled("accountSession/list");
+        }
+        self.result(id, sessions_of(&auth));
+        Ok(())
+    }
+
+    /// `accountSession/switch`: the workspace id checked, then the login, then the session;
+    /// switching to the workspace already selected answers the list (probed on 0.171.0); to
+    /// another asks chatgpt.com: not modeled.
+    pub(super) fn account_session_switch(&self, id: &Value, p: &Value) -> Result<(), String> {
+        if p["accountId"].as_str().unwrap_or_default().trim().is_empty() {
+            return Err("accountId must not be empty".into());
+        }
+        self.after_logins();
+        let auth = self.auth();
+        let Auth::ChatGpt {
+            user_id,
+            account_id,
+            ..
+        } = &auth
+        else {
+            return Err("Workspace switching requires a managed ChatGPT login".into());
+        };
+        if p["sessionId"].as_str() != Some(user_id.as_str()) {
+            return Err("Only the active managed account session can be switched".into());
+        }
+        if p["accountId"].as_str() != account_id.as_deref() {
+            return self.not_modeled("accountSession/switch");
+        }
+        self.result(id, sessions_of(&auth));
+        Ok(())
     }
 
     /// `account/login/start`: an API key (any, even empty) is kept and the login completes
@@ -197,4 +280,27 @@ impl H<'_> {
         self.result(id, self.remote_control_payload());
         Ok(())
     }
+}
+
+/// `accountSession/list`'s answer for a login.
+fn sessions_of(auth: &Auth) -> Value {
+    let Auth::ChatGpt {
+        user_id,
+        email,
+        account_id,
+    } = auth
+    else {
+        return json!({"activeSessionId": null, "sessions": []});
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let workspaces: Vec<Value> = account_id
+        .iter()
+        .map(|a| json!({"accountId": a, "name": null, "imageUrl": null, "kind": null}))
+        .collect();
+    json!({"activeSessionId": user_id, "sessions": [{
+        "sessionId": user_id, "email": email, "userId": user_id, "displayName": null,
+        "imageUrl": null, "lastUsedAt": now, "isActive": true,
+        "selectedWorkspaceAccountId": account_id, "workspaces": workspaces}]})
 }

@@ -164,8 +164,9 @@ const RULES: &[(&str, Handler)] = &[
     ("account/sendAddCreditsNudgeEmail", |h, _, _| {
         h.account_gated("account/sendAddCreditsNudgeEmail")
     }),
-    ("accountSession/switch", |h, _, _| {
-        h.account_gated("accountSession/switch")
+    ("accountSession/list", |h, id, p| h.account_sessions(id, p)),
+    ("accountSession/switch", |h, id, p| {
+        h.account_session_switch(id, p)
     }),
     ("remoteControl/enable", |h, _, _| {
         h.account_gated("remoteControl/enable")

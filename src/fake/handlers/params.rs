@@ -498,11 +498,12 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
     (
         "accountSession/switch",
         &[
-            ("accountId", Unmodeled(GATED)),
+            ("accountId", Read),
             ("allowBrowserLogin", Unmodeled(GATED)),
-            ("sessionId", Unmodeled(GATED)),
+            ("sessionId", Read),
         ],
     ),
+    ("accountSession/list", &[("refreshWorkspaceMetadata", Read)]),
     ("remoteControl/enable", &[("ephemeral", Unmodeled(GATED))]),
     ("remoteControl/disable", &[("ephemeral", Unmodeled(GATED))]),
     (
