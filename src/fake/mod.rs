@@ -8,6 +8,7 @@ mod catalog;
 mod cli;
 pub mod config;
 pub mod defaults;
+mod external_agent;
 mod handlers;
 mod listen;
 mod mcp;

@@ -48,7 +48,9 @@ fn jwt_claims(token: &str) -> Option<Value> {
 fn chatgpt_login(tokens: &Value) -> Option<Auth> {
     let claims = jwt_claims(tokens["id_token"].as_str()?)?;
     let auth = &claims["https://api.openai.com/auth"];
-    let user_id = auth["chatgpt_user_id"].as_str().or(auth["user_id"].as_str())?;
+    let user_id = auth["chatgpt_user_id"]
+        .as_str()
+        .or(auth["user_id"].as_str())?;
     let email = claims["email"]
         .as_str()
         .or(claims["https://api.openai.com/profile"]["email"].as_str());
@@ -184,7 +186,12 @@ impl H<'_> {
     /// switching to the workspace already selected answers the list (probed on 0.171.0); to
     /// another asks chatgpt.com: not modeled.
     pub(super) fn account_session_switch(&self, id: &Value, p: &Value) -> Result<(), String> {
-        if p["accountId"].as_str().unwrap_or_default().trim().is_empty() {
+        if p["accountId"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .is_empty()
+        {
             return Err("accountId must not be empty".into());
         }
         self.after_logins();

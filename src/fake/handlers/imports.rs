@@ -212,3 +212,41 @@ impl H<'_> {
         Ok(())
     }
 }
+
+impl H<'_> {
+    /// `externalAgentConfig/detect`: Claude's files under `$HOME` and each repository named,
+    /// as codex finds them (`fake/external_agent.rs`); an error of codex's is internal.
+    pub(super) fn external_detect(&self, id: &Value, p: &Value) -> Result<(), String> {
+        use crate::fake::external_agent::{detect, Refusal, Roots};
+        let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+        let process_cwd = std::env::current_dir().unwrap_or_default();
+        let roots = Roots {
+            home: &home,
+            codex_home: &self.fake.codex_home,
+            process_cwd: &process_cwd,
+        };
+        let cwds: Vec<String> = p["cwds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str().map(String::from))
+            .collect();
+        let cursor = p["migrationSource"]
+            .as_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("cursor"));
+        match detect(&roots, p["includeHome"] == true, &cwds, cursor) {
+            Ok(items) => {
+                let v = json!({"items": items, "connectors": []});
+                let v = crate::fake::defaults::shaped(
+                    self.fake.protocol,
+                    "externalAgentConfig/detect",
+                    v,
+                );
+                self.result(id, v);
+                Ok(())
+            }
+            Err(Refusal::Error(e)) => Err(format!("{}{e}", crate::fake::rpc::INTERNAL_PREFIX)),
+            Err(Refusal::NotModeled) => self.not_modeled("externalAgentConfig/detect"),
+        }
+    }
+}

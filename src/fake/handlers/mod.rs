@@ -313,6 +313,9 @@ const RULES: &[(&str, Handler)] = &[
     ("app/list", |h, id, p| h.app_list(id, p)),
     ("app/installed", |h, id, p| h.app_installed(id, p)),
     ("environment/add", |h, id, p| h.environment_add(id, p)),
+    ("externalAgentConfig/detect", |h, id, p| {
+        h.external_detect(id, p)
+    }),
     ("externalAgentConfig/import", |h, id, p| {
         h.external_import(id, p)
     }),

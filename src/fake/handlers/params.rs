@@ -1130,6 +1130,26 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         ],
     ),
     (
+        "externalAgentConfig/detect",
+        &[
+            ("cwds", Read),
+            ("includeHome", Read),
+            (
+                "maxSessionAgeDays",
+                Unmodeled("limits recent sessions, which are not looked for"),
+            ),
+            (
+                "maxSessions",
+                Unmodeled("limits recent sessions, which are not looked for"),
+            ),
+            ("migrationSource", Read),
+            (
+                "source",
+                Unmodeled("analytics only: the product that asked shows nowhere"),
+            ),
+        ],
+    ),
+    (
         "externalAgentConfig/import/recordHistory",
         &[("itemTypeResults", Read), ("providerId", Read)],
     ),

@@ -1742,7 +1742,11 @@ impl H<'_> {
             .count();
         let gauge = |name: &str, value: usize| json!({"name": name, "value": value});
         let mut gauges = vec![gauge("app.requests.in_flight", 1)];
-        if self.fake.requests_queued.load(std::sync::atomic::Ordering::SeqCst) {
+        if self
+            .fake
+            .requests_queued
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
             gauges.push(gauge("app.requests.queued", 0));
         }
         // Gauged once the process has sent a server→client request (an approval, a question):
@@ -1752,7 +1756,11 @@ impl H<'_> {
             gauges.push(gauge("app.server_requests.pending", pending));
         }
         gauges.push(gauge("core.threads.live", threads));
-        if self.fake.turns_gauged.load(std::sync::atomic::Ordering::SeqCst) {
+        if self
+            .fake
+            .turns_gauged
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
             gauges.push(gauge("core.turns.active", turns));
         }
         self.result(
