@@ -299,8 +299,8 @@ impl Client {
 /// Where a thread's server stands.
 pub enum State {
     Starting,
-    /// Held, not read: the server runs as long as its thread's session (as codex keeps it).
-    Ready(#[allow(dead_code)] Box<Client>),
+    /// The server runs as long as its thread's session (as codex keeps it).
+    Ready(Box<Client>),
     Failed,
 }
 
@@ -347,27 +347,42 @@ pub fn status_entry(
     transport: &str,
 ) -> Value {
     let deadline = Instant::now() + server.timeout;
-    let mut entry = json!({"name": server.name, "environmentId": null, "authStatus": "unsupported",
-                           "tools": {}, "resources": [], "resourceTemplates": []});
     if !server.enabled {
-        return entry;
+        return blank_entry(server);
     }
-    let (client, started) = Client::start(server, cwd, false, version, transport);
-    match (client, started) {
+    match Client::start(server, cwd, false, version, transport) {
         (Some(mut c), Ok(())) => {
-            if full {
-                let (resources, templates) = c.resources(deadline);
-                entry["resources"] = resources;
-                entry["resourceTemplates"] = templates;
-            }
-            entry["serverInfo"] = c.info.clone();
-            entry["serverCapabilities"] = capabilities(&c.capabilities);
-            entry["toolListMeta"] = c.tool_list_meta.clone();
-            entry["tools"] = Value::Object(std::mem::take(&mut c.tools));
+            let (resources, templates) = if full {
+                c.resources(deadline)
+            } else {
+                (json!([]), json!([]))
+            };
+            client_entry(server, &c, resources, templates)
         }
-        (_, Err(f)) => entry["toolsError"] = json!(f.tools_error()),
-        (None, Ok(())) => {}
+        (_, Err(f)) => {
+            let mut entry = blank_entry(server);
+            entry["toolsError"] = json!(f.tools_error());
+            entry
+        }
+        (None, Ok(())) => blank_entry(server),
     }
+}
+
+/// A server's entry with nothing known of it.
+fn blank_entry(server: &Server) -> Value {
+    json!({"name": server.name, "environmentId": null, "authStatus": "unsupported",
+           "tools": {}, "resources": [], "resourceTemplates": []})
+}
+
+/// A server's entry from a client that shook hands with it.
+pub fn client_entry(server: &Server, c: &Client, resources: Value, templates: Value) -> Value {
+    let mut entry = blank_entry(server);
+    entry["resources"] = resources;
+    entry["resourceTemplates"] = templates;
+    entry["serverInfo"] = c.info.clone();
+    entry["serverCapabilities"] = capabilities(&c.capabilities);
+    entry["toolListMeta"] = c.tool_list_meta.clone();
+    entry["tools"] = Value::Object(c.tools.clone());
     entry
 }
 

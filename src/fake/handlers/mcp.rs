@@ -111,6 +111,47 @@ impl H<'_> {
         params
     }
 
+    /// `config/mcpServer/reload`: each loaded thread whose servers the configuration still
+    /// names as they started announces each running one `ready` again before the answer
+    /// (turn scenario 266 on every version); a configuration that changed them, or a server that
+    /// failed, is not modeled.
+    pub(super) fn mcp_reload(&self, id: &Value) -> Result<(), String> {
+        let Ok(servers) = self.mcp_servers() else {
+            return self.not_modeled("config/mcpServer/reload");
+        };
+        let mut names: Vec<&str> = servers
+            .iter()
+            .filter(|s| s.enabled)
+            .map(|s| s.name.as_str())
+            .collect();
+        names.sort_unstable();
+        let mut notes = Vec::new();
+        {
+            let threads = mcp::threads();
+            let mut loaded: Vec<String> = crate::fake::state::lock(&self.fake.loaded)
+                .iter()
+                .cloned()
+                .collect();
+            loaded.sort();
+            let none = std::collections::HashMap::new();
+            for t in loaded {
+                let states = threads.get(&t).unwrap_or(&none);
+                let mut started: Vec<&str> = states.keys().map(String::as_str).collect();
+                started.sort_unstable();
+                if started != names || states.values().any(|s| !matches!(s, State::Ready(_))) {
+                    return self.not_modeled("config/mcpServer/reload");
+                }
+                notes.extend(started.iter().map(|n| (t.clone(), n.to_string())));
+            }
+        }
+        for (thread_id, name) in notes {
+            let params = self.startup_status(&thread_id, &name, "ready", None);
+            self.notify("mcpServer/startupStatus/updated", params);
+        }
+        self.result(id, json!({}));
+        Ok(())
+    }
+
     /// `mcpServerStatus/list` with servers configured: each server (or the one named) spawned
     /// and asked afresh — in the thread's cwd when one is named, else in the process's — and
     /// listed by name; a thread's list adds where its own connection stands. Answered once every
@@ -126,21 +167,46 @@ impl H<'_> {
             // One server by name (a thread's connection reused): not modeled.
             return self.not_modeled("mcpServerStatus/list");
         }
-        // The cursor is judged before any server is asked.
-        super::rules::offset_page(&vec![Value::Null; servers.len()], p, "MCP servers")?;
+        // The page is cut first (by name): only its servers are asked.
+        let mut servers = servers;
+        servers.sort_by(|a, b| a.name.cmp(&b.name));
+        let page = super::rules::offset_page(&vec![Value::Null; servers.len()], p, "MCP servers")?;
+        let start = p["cursor"]
+            .as_str()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let count = page["data"].as_array().map_or(0, Vec::len);
+        let next = page["nextCursor"].clone();
+        let servers: Vec<Server> = servers.into_iter().skip(start).take(count).collect();
         let thread_id = p["threadId"].as_str().map(String::from);
         let full = p["detail"].as_str() != Some("toolsAndAuthOnly");
-        let (conn, id, p) = (Arc::clone(self.c), id.clone(), p.clone());
+        let (conn, id) = (Arc::clone(self.c), id.clone());
         std::thread::spawn(move || {
             let h = H { c: &conn };
             let version = h.fake.protocol.version;
             let transport = h.mcp_transport();
+            // Tools only, of a thread: its own running connection answers (6 ms in turn
+            // scenario 266, where a server asked afresh takes its start-up).
+            let running = |server: &Server| -> Option<Value> {
+                let threads = mcp::threads();
+                match threads.get(thread_id.as_deref()?)?.get(&server.name)? {
+                    State::Ready(c) if !full => {
+                        Some(mcp::client_entry(server, c, json!([]), json!([])))
+                    }
+                    _ => None,
+                }
+            };
             let mut entries: Vec<Value> = std::thread::scope(|s| {
                 let asks: Vec<_> = servers
                     .iter()
                     .map(|server| {
                         let cwd = cwd.as_deref();
-                        s.spawn(move || mcp::status_entry(server, cwd, full, version, transport))
+                        let known = running(server);
+                        s.spawn(move || {
+                            known.unwrap_or_else(|| {
+                                mcp::status_entry(server, cwd, full, version, transport)
+                            })
+                        })
                     })
                     .collect();
                 asks.into_iter().filter_map(|a| a.join().ok()).collect()
@@ -158,18 +224,9 @@ impl H<'_> {
                     };
                 }
             }
-            entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-            match super::rules::offset_page(&entries, &p, "MCP servers") {
-                Ok(page) => {
-                    let page = crate::fake::defaults::shaped(
-                        h.fake.protocol,
-                        "mcpServerStatus/list",
-                        page,
-                    );
-                    h.result(&id, page);
-                }
-                Err(e) => h.error(&id, e),
-            }
+            let page = json!({"data": entries, "nextCursor": next});
+            let page = crate::fake::defaults::shaped(h.fake.protocol, "mcpServerStatus/list", page);
+            h.result(&id, page);
         });
         Ok(())
     }

@@ -313,6 +313,7 @@ const RULES: &[(&str, Handler)] = &[
     ("app/list", |h, id, p| h.app_list(id, p)),
     ("app/installed", |h, id, p| h.app_installed(id, p)),
     ("environment/add", |h, id, p| h.environment_add(id, p)),
+    ("config/mcpServer/reload", |h, id, _| h.mcp_reload(id)),
     ("externalAgentConfig/detect", |h, id, p| {
         h.external_detect(id, p)
     }),
