@@ -440,12 +440,17 @@ impl<'a> Ctx<'a> {
             d["threads"][&thread_id]["usageWindow"] = json!(window);
             let t = &mut d["threads"][&thread_id]["usage"];
             let sum = |k: &str| t[k].as_i64().unwrap_or(0) + last[k].as_i64().unwrap_or(0);
+            // codex adds every count, the total too: after a full window (its total the
+            // window's, its parts none) the total stays that much ahead of the parts (fidelity
+            // s47470001_0047 on 0.163.0; turn scenario 267).
+            let total_tokens = sum("totalTokens");
             *t = breakdown(
                 sum("inputTokens"),
                 sum("cachedInputTokens"),
                 sum("outputTokens"),
                 sum("reasoningOutputTokens"),
             );
+            t["totalTokens"] = json!(total_tokens);
             t.clone()
         });
         self.notify(

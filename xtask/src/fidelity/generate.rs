@@ -143,6 +143,31 @@ pub struct Generator<'a> {
 /// read-backs), never drawn as extra calls.
 const DRIVEN: &[&str] = &["initialize", "thread/start", "turn/start"];
 
+/// The MCP server a generated session configures: newline-delimited JSON-RPC on stdio, one tool
+/// and one resource (one of each: codex lists a server's tools in its hash map's order).
+const MCP_SERVER: &str = r#"import sys, json
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except Exception:
+        continue
+    if "id" not in m:
+        continue
+    meth = m.get("method")
+    if meth == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}, "resources": {}}, "serverInfo": {"name": "demo", "version": "1.0.0"}}
+    elif meth == "tools/list":
+        r = {"tools": [{"name": "echo", "description": "Echo the text back", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}
+    elif meth == "resources/list":
+        r = {"resources": [{"uri": "file:///notes.txt", "name": "notes", "mimeType": "text/plain"}]}
+    elif meth == "resources/templates/list":
+        r = {"resourceTemplates": []}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "method not found"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
 /// What a turn's script asked of the client and config (so the session can enable it).
 #[derive(Default)]
 struct Needs {
@@ -747,6 +772,10 @@ impl<'a> Generator<'a> {
             // the lists show of them as they are turned off and on and roots are added.
             self.skills(&mut case);
         }
+        if self.wide && self.rng.pct(5) {
+            // An MCP server the configuration names, then what the status list shows of it.
+            self.mcp(&mut case);
+        }
         if self.wide && self.rng.pct(10) {
             // A sidebar: sections and projects made, renamed, moved, deleted, threads filed.
             let calls = self.organize();
@@ -855,6 +884,58 @@ impl<'a> Generator<'a> {
             out.push(json!({"method": "experimentalFeature/list", "params": {"limit": 300}}));
         }
         out
+    }
+
+    /// An MCP sequence: one stdio server started (a small one in Python that lists a tool and
+    /// a resource, or a program that does not exist), sometimes a second one turned off, then
+    /// status lists (whole, a thread's, tools only, paged) and reloads. One enabled server at
+    /// most: codex announces two servers' starts in its hash map's order.
+    fn mcp(&mut self, case: &mut Case) {
+        let code = serde_json::to_string(MCP_SERVER).unwrap_or_default();
+        let server = match self.rng.weighted(&[(3, 0), (1, 1)]) {
+            0 => format!("demo = {{ command = \"python3\", args = [\"-c\", {code}] }}"),
+            _ => "demo = { command = \"/nonexistent/mcp-server\" }".to_string(),
+        };
+        let off = if self.rng.pct(30) {
+            ", off = { command = \"python3\", enabled = false }"
+        } else {
+            ""
+        };
+        case.config_extra
+            .push_str(&format!("mcp_servers = {{ {server}{off} }}\n"));
+        let n = self.rng.weighted(&[(2, 1), (2, 2), (1, 3)]);
+        for i in 0..n {
+            let mut call = self.rng.weighted(&[
+                (3, json!({"method": "mcpServerStatus/list", "params": {}})),
+                (
+                    2,
+                    json!({"method": "mcpServerStatus/list", "params": {"threadId": "${thread}"}}),
+                ),
+                (
+                    2,
+                    json!({"method": "mcpServerStatus/list",
+                           "params": {"threadId": "${thread}", "detail": "toolsAndAuthOnly"}}),
+                ),
+                (
+                    1,
+                    json!({"method": "mcpServerStatus/list", "params": {"limit": 1}}),
+                ),
+                (
+                    1,
+                    json!({"method": "mcpServerStatus/list", "params": {"cursor": "1"}}),
+                ),
+                (
+                    1,
+                    json!({"method": "config/mcpServer/reload", "params": null}),
+                ),
+            ]);
+            if i == 0 {
+                // After the thread's server has settled (a session may have no turn to wait
+                // for it).
+                call["delay_ms"] = json!(1500);
+            }
+            case.after.push(call);
+        }
     }
 
     /// A skills sequence: up to three `SKILL.md` files in each of `$CODEX_HOME/skills`,
