@@ -184,6 +184,7 @@ impl H<'_> {
         let set: Map<String, Value> = set.into_iter().collect();
         crate::fake::state::lock(&self.fake.enablement).extend(set.clone());
         self.result(id, json!({ "enablement": set }));
+        self.mcp_refresh_after_enablement();
         Ok(())
     }
 

@@ -116,40 +116,61 @@ impl H<'_> {
     /// (turn scenario 266 on every version); a configuration that changed them, or a server that
     /// failed, is not modeled.
     pub(super) fn mcp_reload(&self, id: &Value) -> Result<(), String> {
-        let Ok(servers) = self.mcp_servers() else {
-            return self.not_modeled("config/mcpServer/reload");
-        };
+        match self.running_mcp_servers() {
+            Some(running) => {
+                self.announce_ready(running);
+                self.result(id, json!({}));
+                Ok(())
+            }
+            None => self.not_modeled("config/mcpServer/reload"),
+        }
+    }
+
+    /// After an `experimentalFeature/enablement/set` answered: codex refreshes the loaded
+    /// threads' MCP servers, each running one announced `ready` again (turn scenario 268 on
+    /// every version; fidelity s48480001_0166). Config writes do not.
+    pub(super) fn mcp_refresh_after_enablement(&self) {
+        if let Some(running) = self.running_mcp_servers() {
+            self.announce_ready(running);
+        }
+    }
+
+    fn announce_ready(&self, running: Vec<(String, String)>) {
+        for (thread_id, name) in running {
+            let params = self.startup_status(&thread_id, &name, "ready", None);
+            self.notify("mcpServer/startupStatus/updated", params);
+        }
+    }
+
+    /// Each loaded thread's servers (thread, name; by thread, then name) when every one runs
+    /// as the configuration still names them; `None` when the configuration changed them or
+    /// one is not running (what codex then does is not modeled).
+    fn running_mcp_servers(&self) -> Option<Vec<(String, String)>> {
+        let servers = self.mcp_servers().ok()?;
         let mut names: Vec<&str> = servers
             .iter()
             .filter(|s| s.enabled)
             .map(|s| s.name.as_str())
             .collect();
         names.sort_unstable();
-        let mut notes = Vec::new();
-        {
-            let threads = mcp::threads();
-            let mut loaded: Vec<String> = crate::fake::state::lock(&self.fake.loaded)
-                .iter()
-                .cloned()
-                .collect();
-            loaded.sort();
-            let none = std::collections::HashMap::new();
-            for t in loaded {
-                let states = threads.get(&t).unwrap_or(&none);
-                let mut started: Vec<&str> = states.keys().map(String::as_str).collect();
-                started.sort_unstable();
-                if started != names || states.values().any(|s| !matches!(s, State::Ready(_))) {
-                    return self.not_modeled("config/mcpServer/reload");
-                }
-                notes.extend(started.iter().map(|n| (t.clone(), n.to_string())));
+        let threads = mcp::threads();
+        let mut loaded: Vec<String> = crate::fake::state::lock(&self.fake.loaded)
+            .iter()
+            .cloned()
+            .collect();
+        loaded.sort();
+        let none = std::collections::HashMap::new();
+        let mut running = Vec::new();
+        for t in loaded {
+            let states = threads.get(&t).unwrap_or(&none);
+            let mut started: Vec<&str> = states.keys().map(String::as_str).collect();
+            started.sort_unstable();
+            if started != names || states.values().any(|s| !matches!(s, State::Ready(_))) {
+                return None;
             }
+            running.extend(started.iter().map(|n| (t.clone(), n.to_string())));
         }
-        for (thread_id, name) in notes {
-            let params = self.startup_status(&thread_id, &name, "ready", None);
-            self.notify("mcpServer/startupStatus/updated", params);
-        }
-        self.result(id, json!({}));
-        Ok(())
+        Some(running)
     }
 
     /// `mcpServerStatus/list` with servers configured: each server (or the one named) spawned

@@ -66,6 +66,8 @@ impl H<'_> {
     /// only: the configuration a write changed is announced again by the next session start that
     /// is not a fork (0.171.0: `122_fork_after_a_config_write_warns_on_the_thread_only`).
     pub(super) fn session_started(&self, thread_id: &str, fork: bool) {
+        crate::fake::turn::fresh_sessions()
+            .insert(thread_id.to_string(), std::time::Instant::now());
         let config = self.fake.codex_home.join("config.toml");
         let cfg = &self.fake.config();
         let reloaded = !fork

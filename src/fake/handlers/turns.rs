@@ -236,6 +236,13 @@ impl H<'_> {
                 "cannot update goal for thread {thread_id}: no goal exists"
             ));
         }
+        // The first goal set of a session that ran no turn waits for it to settle (see
+        // `GOAL_SET_SETTLED`); what the server sends meanwhile comes first.
+        let fresh = turn::fresh_sessions().remove(&thread_id);
+        if let Some(left) = fresh.and_then(|at| turn::GOAL_SET_SETTLED.checked_sub(at.elapsed())) {
+            self.flush_held();
+            std::thread::sleep(left);
+        }
         let now = now_secs();
         // One transaction: the goal as it is now (a running turn charges it tokens). An
         // existing goal is updated in place (its `createdAt` kept).

@@ -27,7 +27,9 @@ mod stream;
 mod tools;
 
 use ctl::End;
-pub use ctl::{new_session, running, stale_turns, steer_arriving, TurnCtl};
+pub use ctl::{
+    fresh_sessions, new_session, running, stale_turns, steer_arriving, TurnCtl, GOAL_SET_SETTLED,
+};
 pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
@@ -366,6 +368,7 @@ fn play(
         ctx.status(json!({"type": "active", "activeFlags": []}));
         let root = ctl.root_turn_id();
         conn.fake.turns_gauged.store(true, Ordering::SeqCst);
+        ctl::fresh_sessions().remove(&thread_id);
         conn.notify(
             "turn/started",
             json!({"threadId": thread_id,
