@@ -183,8 +183,13 @@ impl H<'_> {
         set.sort_by(|a, b| a.0.cmp(&b.0));
         let set: Map<String, Value> = set.into_iter().collect();
         crate::fake::state::lock(&self.fake.enablement).extend(set.clone());
+        let changed = !set.is_empty();
         self.result(id, json!({ "enablement": set }));
-        self.mcp_refresh_after_enablement();
+        // codex reloads the user configuration when the answer names a feature (fidelity
+        // s48480001_0295: `hooks`, not set at run time, refreshed nothing).
+        if changed {
+            self.mcp_refresh_after_enablement();
+        }
         Ok(())
     }
 
