@@ -256,14 +256,8 @@ fn scope(roots: &Roots, repo: Option<&Path>, items: &mut Vec<Value>) -> Result<(
         .map(|(n, _)| n)
         .filter(|n| !skills_target.join(n).is_dir())
         .collect();
-    if !names.is_empty() {
-        let description = format!(
-            "Migrate skills from {} to {}",
-            shown(&skills_src),
-            shown(&skills_target)
-        );
-        items.push(item("SKILLS", description, repo, details("skills", &names)));
-    }
+    let copies = Copies { repo, names };
+    copies.push(items, "SKILLS", "skills", &skills_src, &skills_target);
     // 5. Commands, each a skill `source-command-<name>`.
     let commands = src_dir.join("commands");
     let names: Vec<String> = entries(&commands)
@@ -272,19 +266,8 @@ fn scope(roots: &Roots, repo: Option<&Path>, items: &mut Vec<Value>) -> Result<(
         .map(|stem| format!("source-command-{stem}"))
         .filter(|n| !skills_target.join(n).exists())
         .collect();
-    if !names.is_empty() {
-        let description = format!(
-            "Migrate commands from {} to {}",
-            shown(&commands),
-            shown(&skills_target)
-        );
-        items.push(item(
-            "COMMANDS",
-            description,
-            repo,
-            details("commands", &names),
-        ));
-    }
+    let copies = Copies { repo, names };
+    copies.push(items, "COMMANDS", "commands", &commands, &skills_target);
     // 6. Subagents: a file with a name and a description in its frontmatter.
     let agents = src_dir.join("agents");
     let agents_target = codex_dir.join("agents");
@@ -298,19 +281,8 @@ fn scope(roots: &Roots, repo: Option<&Path>, items: &mut Vec<Value>) -> Result<(
             (!agents_target.join(format!("{stem}.toml")).exists()).then_some(name)
         })
         .collect();
-    if !names.is_empty() {
-        let description = format!(
-            "Migrate subagents from {} to {}",
-            shown(&agents),
-            shown(&agents_target)
-        );
-        items.push(item(
-            "SUBAGENTS",
-            description,
-            repo,
-            details("subagents", &names),
-        ));
-    }
+    let copies = Copies { repo, names };
+    copies.push(items, "SUBAGENTS", "subagents", &agents, &agents_target);
     // 7. The agent's memory file, where codex's is missing or blank.
     let sources = match repo {
         Some(r) => vec![r.join("CLAUDE.md"), r.join(".claude").join("CLAUDE.md")],
@@ -331,6 +303,28 @@ fn scope(roots: &Roots, repo: Option<&Path>, items: &mut Vec<Value>) -> Result<(
         return Err(Refusal::NotModeled);
     }
     Ok(())
+}
+
+/// What one kind of folder or file would be copied: the names its target lacks.
+struct Copies<'a> {
+    repo: Option<&'a Path>,
+    names: Vec<String>,
+}
+
+impl Copies<'_> {
+    /// The item (`Migrate <kind> from <source> to <target>`), when anything is missing.
+    fn push(&self, items: &mut Vec<Value>, item_type: &str, kind: &str, src: &Path, to: &Path) {
+        if self.names.is_empty() {
+            return;
+        }
+        let description = format!("Migrate {kind} from {} to {}", shown(src), shown(to));
+        items.push(item(
+            item_type,
+            description,
+            self.repo,
+            details(kind, &self.names),
+        ));
+    }
 }
 
 /// A directory's entries by name, sorted.
