@@ -177,6 +177,7 @@ impl Client {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        crate::fake::turn::signals_as_codex_gives_them(&mut cmd);
         if let Some(dir) = server.cwd.as_deref().or(cwd) {
             cmd.current_dir(dir);
         }
@@ -333,6 +334,12 @@ pub fn threads() -> MutexGuard<'static, HashMap<String, HashMap<String, State>>>
         .unwrap_or_else(|e| e.into_inner())
 }
 
+/// Ends every thread's servers (the process is going).
+pub fn stop_all() {
+    let all = std::mem::take(&mut *threads());
+    drop(all);
+}
+
 /// Returns once none of the thread's servers is still starting (each ends `ready` or `failed`
 /// within its startup timeout).
 pub fn wait_started(thread_id: &str) {
@@ -453,6 +460,25 @@ mod tests {
         assert_eq!(s[2].env, [("K".to_string(), "v".to_string())]);
         let http = config("[mcp_servers.h]\nurl = \"http://localhost:1\"\n");
         assert_eq!(configured(&http), Err("h".to_string()));
+    }
+
+    #[test]
+    fn a_server_that_never_answers_times_out_and_is_ended_with_its_client() {
+        let c = config(
+            "[mcp_servers.mute]\ncommand = \"sh\"\nargs = [\"-c\", \"trap '' TERM HUP; sleep 30\"]\n\
+             startup_timeout_sec = 0.2\n",
+        );
+        let s = &configured(&c).unwrap()[0];
+        let (client, r) = Client::start(s, None, true, "0.171.0", "T");
+        assert!(matches!(r, Err(Failure::TimedOut(_))));
+        let client = client.expect("the spawned server");
+        let proc_dir = format!("/proc/{}", client.child.id());
+        assert!(std::path::Path::new(&proc_dir).exists());
+        drop(client);
+        assert!(
+            !std::path::Path::new(&proc_dir).exists(),
+            "the server outlived its client"
+        );
     }
 
     #[test]

@@ -78,7 +78,9 @@ pub fn run(a: &Args, dir: PathBuf, args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    listen::serve(Arc::new(Process { fake }), listen, token)
+    let code = listen::serve(Arc::new(Process { fake }), listen, token);
+    super::mcp::stop_all();
+    code
 }
 
 /// The process as its transports see it: connections answered by the handlers.
@@ -121,6 +123,8 @@ fn watch_signals(fake: Arc<Fake>) {
                         _ => "SIGHUP",
                     };
                     fake.record(json!({"event": "exit", "how": how}));
+                    // The MCP servers the threads started end with the process.
+                    super::mcp::stop_all();
                     // Entries a transport holds back must not die with the process.
                     fake.transcript.flush();
                     // As codex 0.171.0: SIGTERM is a graceful shutdown (exit 0); SIGINT and
