@@ -15,10 +15,10 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// How long codex takes to report a server it cannot spawn: the least of 9 recorded (7.3 ms;
-/// up to 48 ms; turn scenario 258b, fidelity s48480001_0064 and _0219), so what the client sends
-/// meanwhile is answered first.
-const SPAWN_FAILURE: Duration = Duration::from_micros(7300);
+/// How long codex takes to report a server it cannot spawn: the least of 11 recorded (4.7 ms;
+/// up to 48 ms; turn scenario 258b, fidelity s48480001_0064 and _0219, two runs of a turn
+/// started at once), so what the client sends meanwhile is answered first.
+const SPAWN_FAILURE: Duration = Duration::from_micros(4700);
 
 /// codex's `startup_timeout_sec` when the server's table has none.
 const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -170,6 +170,18 @@ impl Client {
         version: &str,
         transport: &str,
     ) -> (Option<Client>, Result<(), Failure>) {
+        Client::start_then(server, cwd, for_thread, version, transport, || {})
+    }
+
+    /// [`Client::start`], calling `spawned` once the process runs (before the handshake).
+    pub fn start_then(
+        server: &Server,
+        cwd: Option<&Path>,
+        for_thread: bool,
+        version: &str,
+        transport: &str,
+        spawned: impl FnOnce(),
+    ) -> (Option<Client>, Result<(), Failure>) {
         let deadline = Instant::now() + server.timeout;
         let mut cmd = Command::new(&server.command);
         cmd.args(&server.args)
@@ -188,6 +200,7 @@ impl Client {
                 return (None, Err(Failure::Other(e.to_string())));
             }
         };
+        spawned();
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return (None, Err(Failure::Other("no stdio".into())));
         };
@@ -307,7 +320,10 @@ impl Client {
 
 /// Where a thread's server stands.
 pub enum State {
+    /// Announced, its process not spawned yet.
     Starting,
+    /// Spawned, its handshake under way.
+    Launched,
     /// The server runs as long as its thread's session (as codex keeps it).
     Ready(Box<Client>),
     Failed,
@@ -317,7 +333,7 @@ impl State {
     /// `mcpServerStatus/list`'s `runtimeStatus` of a thread's server.
     pub fn runtime_status(&self) -> &'static str {
         match self {
-            State::Starting => "starting",
+            State::Starting | State::Launched => "starting",
             State::Ready(_) => "connected",
             State::Failed => "failed",
         }
@@ -340,17 +356,29 @@ pub fn stop_all() {
     drop(all);
 }
 
-/// Returns once none of the thread's servers is still starting (each ends `ready` or `failed`
+/// Returns once each of the thread's servers is past `stage` (each ends `ready` or `failed`
 /// within its startup timeout).
-pub fn wait_started(thread_id: &str) {
-    let starting = || {
-        threads()
-            .get(thread_id)
-            .is_some_and(|s| s.values().any(|s| matches!(s, State::Starting)))
-    };
-    while starting() {
+fn wait_past(thread_id: &str, stage: fn(&State) -> bool) {
+    while threads()
+        .get(thread_id)
+        .is_some_and(|s| s.values().any(stage))
+    {
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// What a turn's input waits for: every server ready or failed.
+pub fn wait_started(thread_id: &str) {
+    wait_past(thread_id, |s| {
+        matches!(s, State::Starting | State::Launched)
+    });
+}
+
+/// What a turn's start waits for: every server spawned or failed to (fidelity s49490001_0337,
+/// s48480001_0219, both real runs each: a program that cannot be spawned is reported before the
+/// turn starts; a spawned one's `ready` comes after it, s48480001_0166).
+pub fn wait_launched(thread_id: &str) {
+    wait_past(thread_id, |s| matches!(s, State::Starting));
 }
 
 /// One entry of `mcpServerStatus/list` for a server asked afresh (`full`: its resources too).

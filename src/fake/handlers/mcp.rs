@@ -67,8 +67,20 @@ impl H<'_> {
             std::thread::spawn(move || {
                 let h = H { c: &conn };
                 let version = h.fake.protocol.version;
-                let (client, started) =
-                    mcp::Client::start(&server, Some(&cwd), true, version, h.mcp_transport());
+                let launched = || {
+                    if let Some(states) = mcp::threads().get_mut(&thread_id) {
+                        states.insert(server.name.clone(), State::Launched);
+                    }
+                };
+                let transport = h.mcp_transport();
+                let (client, started) = mcp::Client::start_then(
+                    &server,
+                    Some(&cwd),
+                    true,
+                    version,
+                    transport,
+                    launched,
+                );
                 let (state, status, error) = match (client, started) {
                     (Some(c), Ok(())) => (State::Ready(Box::new(c)), "ready", None),
                     (_, Err(f)) => {

@@ -365,6 +365,9 @@ fn play(
         }
         ctl.queued.store(false, Ordering::SeqCst);
         ctl::stale_turns().remove(&thread_id);
+        if n == 0 {
+            crate::fake::mcp::wait_launched(&thread_id);
+        }
         ctx.status(json!({"type": "active", "activeFlags": []}));
         let root = ctl.root_turn_id();
         conn.fake.turns_gauged.store(true, Ordering::SeqCst);
