@@ -201,6 +201,7 @@ impl Client {
             }
         };
         spawned();
+        CONNECTED.store(true, std::sync::atomic::Ordering::SeqCst);
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return (None, Err(Failure::Other("no stdio".into())));
         };
@@ -348,6 +349,24 @@ pub fn threads() -> MutexGuard<'static, HashMap<String, HashMap<String, State>>>
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
+}
+
+/// A server was spawned in this process: codex gauges its live MCP connections from then on.
+static CONNECTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `server/diagnostics`'s `mcp.connections.live`: the threads' servers running, once any was
+/// spawned (fidelity s49490001_0671: 1 for a thread's running server).
+pub fn connections_gauge() -> Option<usize> {
+    if !CONNECTED.load(std::sync::atomic::Ordering::SeqCst) {
+        return None;
+    }
+    let threads = threads();
+    let live = threads
+        .values()
+        .flat_map(|s| s.values())
+        .filter(|s| matches!(s, State::Launched | State::Ready(_)))
+        .count();
+    Some(live)
 }
 
 /// Ends every thread's servers (the process is going).

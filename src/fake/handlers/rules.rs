@@ -1763,6 +1763,9 @@ impl H<'_> {
         {
             gauges.push(gauge("core.turns.active", turns));
         }
+        if let Some(live) = crate::fake::mcp::connections_gauge() {
+            gauges.push(gauge("mcp.connections.live", live));
+        }
         self.result(
             id,
             json!({"process": {"id": std::process::id(), "residentMemoryBytes": rss,
