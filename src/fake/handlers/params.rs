@@ -504,6 +504,7 @@ pub const PARAMS: &[(&str, &[(&str, Field)])] = &[
         ],
     ),
     ("accountSession/list", &[("refreshWorkspaceMetadata", Read)]),
+    ("config/mcpServer/reload", &[]),
     ("remoteControl/enable", &[("ephemeral", Unmodeled(GATED))]),
     ("remoteControl/disable", &[("ephemeral", Unmodeled(GATED))]),
     (
