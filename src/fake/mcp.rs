@@ -189,7 +189,7 @@ impl Client {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        crate::fake::turn::signals_as_codex_gives_them(&mut cmd);
+        crate::fake::shell::signals_as_codex_gives_them(&mut cmd);
         if let Some(dir) = server.cwd.as_deref().or(cwd) {
             cmd.current_dir(dir);
         }

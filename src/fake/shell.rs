@@ -1441,3 +1441,24 @@ pub mod internals {
         crate::fake::shell::shlex_split(input)
     }
 }
+
+/// A program the fake starts meets the signals codex's would: none blocked and the usual ones
+/// at their defaults. The fake blocks HUP, INT and TERM in every thread for its own `sigwait`
+/// (`process.rs`), an ignored disposition may come from whoever started the fake, and both
+/// survive exec (`kill -TERM $$` in a command then did nothing; codex's ends with 143).
+pub fn signals_as_codex_gives_them(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sigprocmask(2) and signal(2) only, between fork and exec: async-signal-safe, no
+    // parent memory touched.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+}

@@ -170,7 +170,7 @@ impl H<'_> {
             .stderr(Stdio::piped())
             // Its own process group, so a timeout ends what it started too.
             .process_group(0);
-        turn::signals_as_codex_gives_them(&mut cmd);
+        crate::fake::shell::signals_as_codex_gives_them(&mut cmd);
         if let Some(env) = p["env"].as_object() {
             for (k, v) in env {
                 match v.as_str() {

@@ -76,7 +76,7 @@ pub(super) fn run_command(
         .arg(command)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null());
-    signals_as_codex_gives_them(&mut cmd);
+    crate::fake::shell::signals_as_codex_gives_them(&mut cmd);
     match writer.try_clone() {
         Ok(w2) => {
             cmd.stdout(writer).stderr(w2);
@@ -148,26 +148,5 @@ pub fn spawn_dir_error(dir: &str) -> Option<std::io::Error> {
         Err(e) => Some(e),
         Ok(m) if !m.is_dir() => Some(std::io::Error::from_raw_os_error(libc::ENOTDIR)),
         Ok(_) => None,
-    }
-}
-
-/// A program the fake starts meets the signals codex's would: none blocked and the usual ones
-/// at their defaults. The fake blocks HUP, INT and TERM in every thread for its own `sigwait`
-/// (`process.rs`), an ignored disposition may come from whoever started the fake, and both
-/// survive exec (`kill -TERM $$` in a command then did nothing; codex's ends with 143).
-pub fn signals_as_codex_gives_them(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: sigprocmask(2) and signal(2) only, between fork and exec: async-signal-safe, no
-    // parent memory touched.
-    unsafe {
-        cmd.pre_exec(|| {
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            Ok(())
-        });
     }
 }

@@ -30,7 +30,7 @@ use ctl::End;
 pub use ctl::{
     fresh_sessions, new_session, running, stale_turns, steer_arriving, TurnCtl, GOAL_SET_SETTLED,
 };
-pub use exec::{exit_code, signals_as_codex_gives_them, spawn_dir_error};
+pub use exec::{exit_code, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
 use items::{save_turn, turn_obj};
 pub use review::{answer as review_answer, Request as ReviewRequest};

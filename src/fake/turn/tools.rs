@@ -1092,7 +1092,7 @@ fn grandchild(conn: &Conn) {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    super::signals_as_codex_gives_them(&mut cmd);
+    crate::fake::shell::signals_as_codex_gives_them(&mut cmd);
     // SAFETY: setsid is async-signal-safe and touches no parent memory.
     unsafe {
         cmd.pre_exec(|| {
