@@ -183,6 +183,24 @@ fn a_search_partial_outside_its_stream_is_caught() {
     caught("a stream's answer emptied", &orig, &t);
 }
 
+/// `lastUsedAt` is masked as a clock reading only: a time in other units, or a session's other
+/// fields, are still compared.
+#[test]
+fn an_account_session_s_time_is_masked_and_nothing_else() {
+    let orig = lines("0.171.0", "264_chatgpt_login_on_disk");
+    let at = position(&orig, |l| l["msg"]["result"]["sessions"][0].is_object());
+    let mut t = orig.clone();
+    t[at]["msg"]["result"]["sessions"][0]["lastUsedAt"] = json!(1);
+    let (a, b) = (masked(&text(&orig)).unwrap(), masked(&text(&t)).unwrap());
+    assert!(compare(&a, &b).is_ok(), "another time");
+    let mut t = orig.clone();
+    t[at]["msg"]["result"]["sessions"][0]["lastUsedAt"] = json!("2026-12-07T00:00:00Z");
+    caught("a time in other units", &orig, &t);
+    let mut t = orig.clone();
+    t[at]["msg"]["result"]["sessions"][0]["userId"] = json!("user-2");
+    caught("another user", &orig, &t);
+}
+
 #[test]
 fn an_mcp_starting_announcement_past_its_threads_start_is_caught() {
     let orig = lines("0.171.0", "258_mcp_server_status");
