@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -105,6 +106,12 @@ def test_goal_turn_over_two_server_turns_is_one_logical_result(make_fake, tmp_pa
     fake.assert_wire_clean()
 
 
+def _steer_echo(fake, turn_id: str) -> list:
+    """The userMessage items the fake completed in `turn_id`."""
+    return [m for m in fake.sent("item/completed") if m["params"]["item"]["type"] == "userMessage"
+            and m["params"]["turnId"] == turn_id]
+
+
 def test_goal_steer_and_interrupt_during_rollover(make_fake, tmp_path):
     fake_only("goal rollover scripted by `continuations` and `rollover_ms`")
     # The continuation's answer is asked for again after the steer: both responses are long, so
@@ -129,6 +136,12 @@ def test_goal_steer_and_interrupt_during_rollover(make_fake, tmp_path):
         assert second is not None and second != first
         steered = client.turn_steer(thread_id, second, "and keep it short")
         assert steered.turn_id == second
+        # The steered input is recorded where the stream pauses (as codex takes it); an interrupt
+        # sent before that abandons it unrecorded, so the test waits for its echo, however
+        # slowly a loaded machine runs the turn (CI once interrupted first).
+        deadline = time.monotonic() + 10
+        while not _steer_echo(fake, second) and time.monotonic() < deadline:
+            time.sleep(0.01)
         client.pause_goal(thread_id)
         assert state.begin_interrupt()
         client.turn_interrupt(thread_id, second)
@@ -140,7 +153,6 @@ def test_goal_steer_and_interrupt_during_rollover(make_fake, tmp_path):
     result = collected[0]
     assert result.id == first
     assert result.status == TurnStatus.interrupted
-    steer_echo = [m for m in fake.sent("item/completed") if m["params"]["item"]["type"] == "userMessage"
-                  and m["params"]["turnId"] == second]
+    steer_echo = _steer_echo(fake, second)
     assert steer_echo and steer_echo[0]["params"]["item"]["content"][0]["text"] == "and keep it short"
     fake.assert_wire_clean()
