@@ -111,8 +111,8 @@ impl H<'_> {
         }
     }
 
-    /// A login being completed is finished first: a read or a logout answers after its
-    /// notifications (turn scenario 41 on every version: codex's auth manager is busy). A
+    /// A login being completed is finished first: the methods on the logins' queue answer after
+    /// its notifications (`ACCOUNT_AUTH`; turn scenario 41 on every version). A
     /// thread fork or a full history read, which take the real server 10–50 ms, answers after
     /// them too (fidelity s35350001_0059 and _0310 on 0.171.0). (A plugin list races it: 1.8 ms
     /// before it in turn scenario 219, 5.5 ms after it in fidelity s35350001_0694.)
@@ -126,7 +126,6 @@ impl H<'_> {
     /// `account/read`: a provider that needs no OpenAI login shows no account, whatever the
     /// login (codex's provider `account_state`).
     pub(super) fn account_read(&self, id: &Value, _: &Value) -> Result<(), String> {
-        self.after_logins();
         let requires = self.fake.config().requires_openai_auth();
         let account = match (requires, self.auth()) {
             (true, Auth::ApiKey) => json!({"type": "apiKey"}),
@@ -143,10 +142,6 @@ impl H<'_> {
     /// The methods a ChatGPT account gates ([`GATED`], [`REMOTE_CONTROL`],
     /// `accountSession/switch`): refused for the login at hand.
     pub(super) fn account_gated(&self, method: &str) -> Result<(), String> {
-        // It reads the login: one being completed finishes first (fidelity s37370001_0262:
-        // `accountSession/switch` sent 0.8 ms after a login's answer, refused after its
-        // completion, on 0.171.0).
-        self.after_logins();
         let auth = self.auth();
         if matches!(auth, Auth::ChatGpt { .. }) {
             // With a ChatGPT login these ask chatgpt.com: not modeled.
@@ -194,7 +189,6 @@ impl H<'_> {
         {
             return Err("accountId must not be empty".into());
         }
-        self.after_logins();
         let auth = self.auth();
         let Auth::ChatGpt {
             user_id,
@@ -253,7 +247,6 @@ impl H<'_> {
 
     /// `account/logout`: the login is gone (logged out or not), and the account says so.
     pub(super) fn logout(&self, id: &Value, _: &Value) -> Result<(), String> {
-        self.after_logins();
         let _ = std::fs::remove_file(self.auth_file());
         self.flush_held();
         std::thread::sleep(LOGOUT_ANSWER);

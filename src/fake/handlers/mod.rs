@@ -44,6 +44,24 @@ pub fn dispatch(conn: &Arc<Conn>, id: &Value, method: &str, params: &Value) {
 /// app-server-protocol's `client_request_definitions!`, read at openai/codex@0015060), and
 /// `server/diagnostics` (newer than that table; seen not to register the queue's gauge: turn
 /// scenario 260 on every version). 148 of 148 recorded diagnostics agree.
+/// The methods codex queues with the logins (`serialization: global("account-auth")`, or its
+/// shared read, in the protocol's table): a login's completion comes first (turn scenarios 41,
+/// 219, 271 on every version: a read, a logout, a second login, `accountSession/switch`, a
+/// credits nudge wait; `account/rateLimits/read`, `account/usage/read` (unqueued) and
+/// `remoteControl/enable` (a queue of its own) do not, fidelity s50500001_0122).
+const ACCOUNT_AUTH: &[&str] = &[
+    "account/login/start",
+    "account/login/cancel",
+    "account/logout",
+    "account/read",
+    "getAuthStatus",
+    "account/bedrock/setup",
+    "account/bedrock/discover",
+    "account/rateLimitResetCredit/consume",
+    "account/sendAddCreditsNudgeEmail",
+    "accountSession/switch",
+];
+
 const UNQUEUED: &[&str] = &[
     "initialize",
     "thread/start",
@@ -531,6 +549,11 @@ impl H<'_> {
             self.fake
                 .requests_queued
                 .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        // A method on the logins' queue waits for a login being completed (its handler sends
+        // the completion before it ends); the others read the login as it stands.
+        if ACCOUNT_AUTH.contains(&method) {
+            self.after_logins();
         }
         // A request sent while a review enters review mode is answered as it comes: of 42
         // recorded, 18 were answered before the `enteredReviewMode` item, 15 between its start
