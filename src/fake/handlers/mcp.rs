@@ -147,6 +147,15 @@ impl H<'_> {
         }
     }
 
+    /// A refresh of one thread's servers (a turn's new approval or sandbox settings): each
+    /// running one announced `ready` again, by name. One still starting or failed is left
+    /// as it is (codex cancels and restarts a starting one: not modeled).
+    pub(super) fn mcp_refresh_thread(&self, thread_id: &str) {
+        if let Some(running) = self.running_thread_servers(thread_id) {
+            self.announce_ready(running);
+        }
+    }
+
     fn announce_ready(&self, running: Vec<(String, String)>) {
         for (thread_id, name) in running {
             let params = self.startup_status(&thread_id, &name, "ready", None);
@@ -158,6 +167,21 @@ impl H<'_> {
     /// as the configuration still names them; `None` when the configuration changed them or
     /// one is not running (what codex then does is not modeled).
     fn running_mcp_servers(&self) -> Option<Vec<(String, String)>> {
+        let mut loaded: Vec<String> = crate::fake::state::lock(&self.fake.loaded)
+            .iter()
+            .cloned()
+            .collect();
+        loaded.sort();
+        let mut running = Vec::new();
+        for t in loaded {
+            running.extend(self.running_thread_servers(&t)?);
+        }
+        Some(running)
+    }
+
+    /// One thread's servers (thread, name; by name) when every one runs as the configuration
+    /// still names them.
+    fn running_thread_servers(&self, thread_id: &str) -> Option<Vec<(String, String)>> {
         let servers = self.mcp_servers().ok()?;
         let mut names: Vec<&str> = servers
             .iter()
@@ -166,23 +190,19 @@ impl H<'_> {
             .collect();
         names.sort_unstable();
         let threads = mcp::threads();
-        let mut loaded: Vec<String> = crate::fake::state::lock(&self.fake.loaded)
-            .iter()
-            .cloned()
-            .collect();
-        loaded.sort();
         let none = std::collections::HashMap::new();
-        let mut running = Vec::new();
-        for t in loaded {
-            let states = threads.get(&t).unwrap_or(&none);
-            let mut started: Vec<&str> = states.keys().map(String::as_str).collect();
-            started.sort_unstable();
-            if started != names || states.values().any(|s| !matches!(s, State::Ready(_))) {
-                return None;
-            }
-            running.extend(started.iter().map(|n| (t.clone(), n.to_string())));
+        let states = threads.get(thread_id).unwrap_or(&none);
+        let mut started: Vec<&str> = states.keys().map(String::as_str).collect();
+        started.sort_unstable();
+        if started != names || states.values().any(|s| !matches!(s, State::Ready(_))) {
+            return None;
         }
-        Some(running)
+        Some(
+            started
+                .iter()
+                .map(|n| (thread_id.to_string(), n.to_string()))
+                .collect(),
+        )
     }
 
     /// `mcpServerStatus/list` with servers configured: each server (or the one named) spawned

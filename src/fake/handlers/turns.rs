@@ -19,6 +19,18 @@ impl H<'_> {
         params: &Value,
     ) -> Result<Value, String> {
         let applied = self.apply_settings(thread_id, params, true)?;
+        // A turn that changes what the thread asks approval for or runs under (approval policy,
+        // reviewer, sandbox) has codex refresh the thread's MCP servers first: each running one
+        // is announced `ready` again, before the settings (turn scenario 272 on every version;
+        // fidelity s50500001_0534, _0860, _0892, both real runs: a model's effort, a personality
+        // or a multi-agent mode changes nothing).
+        let moved = |k: &str| applied.settings[k] != applied.before[k];
+        if ["approvalPolicy", "approvalsReviewer", "sandboxPolicy"]
+            .iter()
+            .any(|k| moved(k))
+        {
+            self.mcp_refresh_thread(thread_id);
+        }
         if applied.changed {
             self.announce_settings(thread_id, &applied.settings);
         }
