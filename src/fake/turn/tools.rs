@@ -589,6 +589,12 @@ impl<'a> Ctx<'a> {
     /// any sandbox or approval (the user asked for it), its output streamed as it comes, no
     /// process id shown (codex's `userShell` items).
     pub(super) fn user_shell(&mut self, raw: &str) -> Result<(), End> {
+        // The user's shell runs in the thread's local environment: a thread with none fails the
+        // turn, no item (codex `tasks/user_shell`: "shell is unavailable in this session";
+        // fidelity s50500001_0816, both real runs; turn scenario 273).
+        if self.no_environment() {
+            return self.fail_after("shell is unavailable in this session".into(), Value::Null);
+        }
         let id = uuid::Uuid::new_v4().to_string();
         let cwd = self.cwd();
         let item = json!({"type": "commandExecution", "id": id, "pluginId": null,
