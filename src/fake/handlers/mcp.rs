@@ -151,7 +151,10 @@ impl H<'_> {
     /// running one announced `ready` again, by name. One still starting or failed is left
     /// as it is (codex cancels and restarts a starting one: not modeled).
     pub(super) fn mcp_refresh_thread(&self, thread_id: &str) {
-        if let Some(running) = self.running_thread_servers(thread_id) {
+        let running = self
+            .enabled_mcp_names()
+            .and_then(|names| running_thread_servers(thread_id, &names));
+        if let Some(running) = running {
             self.announce_ready(running);
         }
     }
@@ -167,6 +170,7 @@ impl H<'_> {
     /// as the configuration still names them; `None` when the configuration changed them or
     /// one is not running (what codex then does is not modeled).
     fn running_mcp_servers(&self) -> Option<Vec<(String, String)>> {
+        let names = self.enabled_mcp_names()?;
         let mut loaded: Vec<String> = crate::fake::state::lock(&self.fake.loaded)
             .iter()
             .cloned()
@@ -174,35 +178,22 @@ impl H<'_> {
         loaded.sort();
         let mut running = Vec::new();
         for t in loaded {
-            running.extend(self.running_thread_servers(&t)?);
+            running.extend(running_thread_servers(&t, &names)?);
         }
         Some(running)
     }
 
-    /// One thread's servers (thread, name; by name) when every one runs as the configuration
-    /// still names them.
-    fn running_thread_servers(&self, thread_id: &str) -> Option<Vec<(String, String)>> {
-        let servers = self.mcp_servers().ok()?;
-        let mut names: Vec<&str> = servers
-            .iter()
+    /// The enabled servers the configuration names, sorted.
+    fn enabled_mcp_names(&self) -> Option<Vec<String>> {
+        let mut names: Vec<String> = self
+            .mcp_servers()
+            .ok()?
+            .into_iter()
             .filter(|s| s.enabled)
-            .map(|s| s.name.as_str())
+            .map(|s| s.name)
             .collect();
         names.sort_unstable();
-        let threads = mcp::threads();
-        let none = std::collections::HashMap::new();
-        let states = threads.get(thread_id).unwrap_or(&none);
-        let mut started: Vec<&str> = states.keys().map(String::as_str).collect();
-        started.sort_unstable();
-        if started != names || states.values().any(|s| !matches!(s, State::Ready(_))) {
-            return None;
-        }
-        Some(
-            started
-                .iter()
-                .map(|n| (thread_id.to_string(), n.to_string()))
-                .collect(),
-        )
+        Some(names)
     }
 
     /// `mcpServerStatus/list` with servers configured: each server (or the one named) spawned
@@ -283,4 +274,25 @@ impl H<'_> {
         });
         Ok(())
     }
+}
+
+/// One thread's servers (thread, name; by name) when it runs exactly `names` (sorted), each
+/// ready.
+fn running_thread_servers(thread_id: &str, names: &[String]) -> Option<Vec<(String, String)>> {
+    let threads = mcp::threads();
+    let none = std::collections::HashMap::new();
+    let states = threads.get(thread_id).unwrap_or(&none);
+    let mut started: Vec<&String> = states.keys().collect();
+    started.sort_unstable();
+    if !started.iter().copied().eq(names.iter())
+        || states.values().any(|s| !matches!(s, State::Ready(_)))
+    {
+        return None;
+    }
+    Some(
+        names
+            .iter()
+            .map(|n| (thread_id.to_string(), n.clone()))
+            .collect(),
+    )
 }

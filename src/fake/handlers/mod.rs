@@ -40,10 +40,6 @@ pub fn dispatch(conn: &Arc<Conn>, id: &Value, method: &str, params: &Value) {
     H { c: conn }.dispatch(id, method, params)
 }
 
-/// The methods codex runs outside its request queues (`serialization: None` in
-/// app-server-protocol's `client_request_definitions!`, read at openai/codex@0015060), and
-/// `server/diagnostics` (newer than that table; seen not to register the queue's gauge: turn
-/// scenario 260 on every version). 148 of 148 recorded diagnostics agree.
 /// The methods codex queues with the logins (`serialization: global("account-auth")`, or its
 /// shared read, in the protocol's table): a login's completion comes first (turn scenarios 41,
 /// 219, 271 on every version: a read, a logout, a second login, `accountSession/switch`, a
@@ -62,6 +58,10 @@ const ACCOUNT_AUTH: &[&str] = &[
     "accountSession/switch",
 ];
 
+/// The methods codex runs outside its request queues (`serialization: None` in
+/// app-server-protocol's `client_request_definitions!`, read at openai/codex@0015060), and
+/// `server/diagnostics` (newer than that table; seen not to register the queue's gauge: turn
+/// scenario 260 on every version). 148 of 148 recorded diagnostics agree.
 const UNQUEUED: &[&str] = &[
     "initialize",
     "thread/start",
