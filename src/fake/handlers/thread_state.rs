@@ -117,6 +117,11 @@ impl H<'_> {
             .fake
             .stored(p, "thread", "no rollout found for thread id ")?;
         ephemeral_refused(&thread_id, &info)?;
+        // codex updates the metadata of unarchived rollouts only (`include_archived: false`,
+        // as for `thread/name/set`; fidelity s51510001_0680, turn scenario 274 on every version).
+        if info["archived"] == true {
+            return Err(format!("no rollout found for thread id {thread_id}"));
+        }
         self.fake
             .store
             .update(|d| crate::fake::threads::store_metadata(&mut d["threads"][&thread_id]));
