@@ -451,7 +451,10 @@ impl H<'_> {
         // codex fails the session on a task of its own: the error came a median 1.1 ms after
         // the result (0.5–7 ms in the turn corpus's 33 recordings on three versions), after
         // the reply to a quick request sent meanwhile (fidelity s23230001_0265).
-        let context = p["includeStartupContext"] != false;
+        // An existing call carries no startup context (codex refuses one for it in later
+        // versions): its failure comes at once on a stored thread too (fidelity
+        // s51510001_0447, 0.1 and 0.9 ms in both real runs on 0.171.0).
+        let context = p["includeStartupContext"] != false && !existing_call;
         let delay = match (crate::fake::threads::has_rollout(&info), context) {
             (true, true) => REALTIME_ERROR_STORED_US,
             (true, false) => REALTIME_NO_CONTEXT_STORED_US,

@@ -494,7 +494,7 @@ impl<'a> Ctx<'a> {
                 }
                 let method = "item/commandExecution/requestApproval";
                 let Some(reply) = self.request(method, Value::Object(params), &over) else {
-                    return self.unanswered();
+                    return self.unanswered_call();
                 };
                 self.resolved();
                 match self.decision(method, &reply) {
@@ -652,6 +652,14 @@ impl<'a> Ctx<'a> {
         self.interrupted_after_response()
     }
 
+    /// A command's or a patch's approval left unanswered: codex writes the call and its
+    /// aborted output to the rollout, with no item (fidelity s51510001_0008 on 0.163.0; turn
+    /// scenario 275 on every version: the next turn's cursor).
+    fn unanswered_call(&mut self) -> Result<(), End> {
+        self.rollout.unkept();
+        self.unanswered()
+    }
+
     /// The turn interrupted once its response is complete (its usage reported): while a tool
     /// call waits (the tool never runs), or as the turn's last response finishes.
     pub(super) fn interrupted_after_response(&mut self) -> Result<(), End> {
@@ -794,7 +802,7 @@ impl<'a> Ctx<'a> {
                                            "reason": reason, "grantRoot": null}));
             let method = "item/fileChange/requestApproval";
             let Some(reply) = self.request(method, params, over) else {
-                return self.unanswered();
+                return self.unanswered_call();
             };
             self.resolved();
             let decision = self.decision(method, &reply);
