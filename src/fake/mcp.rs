@@ -351,6 +351,30 @@ pub fn threads() -> MutexGuard<'static, HashMap<String, HashMap<String, State>>>
         .unwrap_or_else(|e| e.into_inner())
 }
 
+/// Each thread's servers' latest start, by (thread, name): a restart supersedes a start under
+/// way, whose end is then dropped unannounced (codex cancels it).
+fn starts() -> MutexGuard<'static, HashMap<(String, String), u64>> {
+    static STARTS: std::sync::OnceLock<Mutex<HashMap<(String, String), u64>>> =
+        std::sync::OnceLock::new();
+    STARTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// A new start of a thread's server: its token.
+pub fn next_start(thread_id: &str, name: &str) -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let token = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    starts().insert((thread_id.to_string(), name.to_string()), token);
+    token
+}
+
+/// Whether `token` is the server's latest start.
+pub fn is_latest_start(thread_id: &str, name: &str, token: u64) -> bool {
+    starts().get(&(thread_id.to_string(), name.to_string())) == Some(&token)
+}
+
 /// A server was spawned in this process: codex gauges its live MCP connections from then on.
 static CONNECTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

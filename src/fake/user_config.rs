@@ -625,7 +625,116 @@ pub fn overridden(
     })
 }
 
-/// The table as codex writes `config.toml` (scalars, then tables).
+/// `config.toml` after a write, as codex edits it: the file's text with what changed in the
+/// table changed in place (turn scenario 276 on every version): an untouched key keeps its
+/// place and form (an inline table stays inline), a changed value its place, an inline table
+/// something is written into becomes a table of its own where it was, a new key goes after the
+/// top's other values and a new table after the file's tables. A file that does not parse is
+/// written afresh.
+pub fn edited_toml(old: &str, table: &Map<String, Value>) -> String {
+    let Ok(mut doc) = old.parse::<toml_edit::DocumentMut>() else {
+        return to_toml(table);
+    };
+    // Tables an inline table becomes go before the file's own tables, in the inline's order.
+    let mut promoted = -(1 << 20);
+    sync_table(doc.as_table_mut(), table, &mut promoted);
+    doc.to_string()
+}
+
+fn sync_table(t: &mut toml_edit::Table, new: &Map<String, Value>, promoted: &mut isize) {
+    let gone: Vec<String> = t
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .filter(|k| !new.contains_key(k))
+        .collect();
+    for k in gone {
+        t.remove(&k);
+    }
+    for (k, v) in new {
+        match t.get_mut(k) {
+            Some(item) => sync_item(item, v, promoted),
+            None => {
+                t.insert(k, new_item(v));
+            }
+        }
+    }
+}
+
+fn sync_item(item: &mut toml_edit::Item, v: &Value, promoted: &mut isize) {
+    use toml_edit::Item;
+    if item_json(item) == *v {
+        return;
+    }
+    match (&mut *item, v) {
+        (Item::Table(t), Value::Object(m)) => sync_table(t, m, promoted),
+        (Item::Value(toml_edit::Value::InlineTable(inline)), Value::Object(m)) => {
+            let mut t = std::mem::take(inline).into_table();
+            t.set_position(Some(*promoted));
+            *promoted += 1;
+            sync_table(&mut t, m, promoted);
+            *item = Item::Table(t);
+        }
+        (Item::Value(old), _) if !v.is_object() => {
+            let decor = old.decor().clone();
+            let mut fresh = toml_value(v);
+            *fresh.decor_mut() = decor;
+            *old = fresh;
+        }
+        _ => *item = new_item(v),
+    }
+}
+
+/// A new key's item: an object a table of its own (a header only when it holds values), else
+/// a value.
+fn new_item(v: &Value) -> toml_edit::Item {
+    match v {
+        Value::Object(m) => {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(!m.is_empty() && m.values().all(Value::is_object));
+            for (k, x) in m {
+                t.insert(k, new_item(x));
+            }
+            toml_edit::Item::Table(t)
+        }
+        _ => toml_edit::Item::Value(toml_value(v)),
+    }
+}
+
+fn toml_value(v: &Value) -> toml_edit::Value {
+    match v {
+        Value::Bool(b) => (*b).into(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.into(),
+            None => n.as_f64().unwrap_or_default().into(),
+        },
+        Value::String(s) => s.as_str().into(),
+        Value::Array(a) => toml_edit::Value::Array(a.iter().map(toml_value).collect()),
+        Value::Object(m) => {
+            let mut t = toml_edit::InlineTable::new();
+            for (k, x) in m {
+                t.insert(k, toml_value(x));
+            }
+            toml_edit::Value::InlineTable(t)
+        }
+        Value::Null => "".into(),
+    }
+}
+
+/// An item as the JSON the table holds (to tell a changed value from a kept one).
+fn item_json(item: &toml_edit::Item) -> Value {
+    let text = match item {
+        toml_edit::Item::None => return Value::Null,
+        toml_edit::Item::Value(v) => format!("v = {v}"),
+        other => {
+            let mut doc = toml_edit::DocumentMut::new();
+            doc.insert("v", other.clone());
+            doc.to_string()
+        }
+    };
+    from_toml(&text).remove("v").unwrap_or(Value::Null)
+}
+
+/// The table as codex writes a fresh `config.toml` (scalars, then tables).
 pub fn to_toml(table: &Map<String, Value>) -> String {
     let value: Option<toml::Value> = serde_json::from_value(Value::Object(table.clone())).ok();
     value

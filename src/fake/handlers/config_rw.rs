@@ -21,6 +21,14 @@ impl H<'_> {
         uc::from_toml(&std::fs::read_to_string(self.user_file()).unwrap_or_default())
     }
 
+    /// The user config written back after an edit of its table, as codex edits the file
+    /// (see [`uc::edited_toml`]).
+    pub(super) fn write_user_table(&self, table: &Map<String, Value>) {
+        let path = self.user_file();
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        let _ = std::fs::write(&path, uc::edited_toml(&old, table));
+    }
+
     /// Whether the version's facts were probed (else the recorded answer).
     fn config_modeled(&self) -> bool {
         self.fake.config_facts.known()
@@ -148,10 +156,9 @@ impl H<'_> {
         for p in &implicit {
             uc::remove_if_empty(&mut file_table, p);
         }
-        let text = uc::to_toml(&file_table);
         // Written as codex writes it; a home that cannot be written is codex's internal error,
         // which the fake does not model beyond answering as if written.
-        let _ = std::fs::write(&user, &text);
+        self.write_user_table(&file_table);
         let status = if overridden.is_some() {
             "okOverridden"
         } else {

@@ -61,13 +61,70 @@ impl H<'_> {
             })
             .collect();
         self.notify_together(notes);
+        self.spawn_mcp_startups(thread_id, cwd, servers);
+    }
+
+    /// A turn that moves the thread to another cwd has codex start its servers again there:
+    /// each `starting` before the thread's new settings, then `ready` or `failed` as at the
+    /// session's start (turn scenario 277 on every version: a running server); one still
+    /// starting is announced `cancelled` first (fidelity s51510001_0214 on 0.163.0 and
+    /// s49490001_0276, both real runs; probed on every version, where its `starting` came after
+    /// the settings in 1 of 4 runs on 0.171.0). With a new approval policy or sandbox too, the
+    /// real server races the refresh's `ready` against the restart (four runs, three orders):
+    /// not modeled apart.
+    pub(super) fn mcp_restart_thread(&self, thread_id: &str, cwd: &str) {
+        let Ok(mut servers) = self.mcp_servers() else {
+            return;
+        };
+        servers.retain(|s| s.enabled);
+        let cancelled: Vec<String> = {
+            let mut threads = mcp::threads();
+            let Some(states) = threads.get_mut(thread_id) else {
+                return;
+            };
+            let cancelled = servers
+                .iter()
+                .filter(|s| matches!(states.get(&s.name), Some(State::Starting | State::Launched)))
+                .map(|s| s.name.clone())
+                .collect();
+            // A running server's process ends with its old state.
+            states.clear();
+            for s in &servers {
+                states.insert(s.name.clone(), State::Starting);
+            }
+            cancelled
+        };
+        for name in cancelled {
+            let params = self.startup_status(thread_id, &name, "cancelled", None);
+            self.notify("mcpServer/startupStatus/updated", params);
+        }
+        let notes = servers
+            .iter()
+            .map(|s| {
+                (
+                    "mcpServer/startupStatus/updated",
+                    self.startup_status(thread_id, &s.name, "starting", None),
+                )
+            })
+            .collect();
+        self.notify_together(notes);
+        self.spawn_mcp_startups(thread_id, cwd, servers);
+    }
+
+    /// Each server's handshake on a task of its own, announced `ready` or `failed` as it ends
+    /// unless a later start superseded it.
+    fn spawn_mcp_startups(&self, thread_id: &str, cwd: &str, servers: Vec<Server>) {
         for server in servers {
             let conn = Arc::clone(self.c);
             let (thread_id, cwd) = (thread_id.to_string(), PathBuf::from(cwd));
+            let token = mcp::next_start(&thread_id, &server.name);
             std::thread::spawn(move || {
                 let h = H { c: &conn };
                 let version = h.fake.protocol.version;
                 let launched = || {
+                    if !mcp::is_latest_start(&thread_id, &server.name, token) {
+                        return;
+                    }
                     if let Some(states) = mcp::threads().get_mut(&thread_id) {
                         states.insert(server.name.clone(), State::Launched);
                     }
@@ -89,6 +146,9 @@ impl H<'_> {
                     }
                     (None, Ok(())) => return,
                 };
+                if !mcp::is_latest_start(&thread_id, &server.name, token) {
+                    return;
+                }
                 // Announced before the state changes: a turn waiting for it speaks after.
                 let params = h.startup_status(&thread_id, &server.name, status, error);
                 h.notify("mcpServer/startupStatus/updated", params);

@@ -466,7 +466,7 @@ impl H<'_> {
                 *t = Value::Object(Map::new());
             }
             t["enabled"] = Value::Bool(true);
-            crate::fake::user_config::to_toml(&config)
+            crate::fake::user_config::edited_toml(&text, &config)
         });
         self.write_user_config(&edited);
         self.result(
@@ -504,7 +504,7 @@ impl H<'_> {
                 {
                     config.remove("plugins");
                 }
-                crate::fake::user_config::to_toml(&config)
+                crate::fake::user_config::edited_toml(&text, &config)
             });
             self.write_user_config(&edited);
         }

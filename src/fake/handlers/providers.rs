@@ -138,7 +138,7 @@ impl H<'_> {
             all[pid] = json!({});
         }
         all[pid]["aws"] = Value::Object(aws);
-        let _ = std::fs::write(self.user_file(), uc::to_toml(&table));
+        self.write_user_table(&table);
         Ok(answer)
     }
 
@@ -177,7 +177,7 @@ impl H<'_> {
                             "projectId": shown("project_id"), "location": shown("location"),
                             "credentialFile": shown("credential_file")}}});
         all["gcp"] = Value::Object(gcp);
-        let _ = std::fs::write(self.user_file(), uc::to_toml(&table));
+        self.write_user_table(&table);
         Ok(answer)
     }
 
@@ -263,7 +263,7 @@ impl H<'_> {
             }
         }
         all[&pid] = Value::Object(next.clone());
-        let _ = std::fs::write(self.user_file(), uc::to_toml(&table));
+        self.write_user_table(&table);
         Ok(summary(&pid, &next))
     }
 }

@@ -132,7 +132,7 @@ impl H<'_> {
         let mut user = before.clone();
         skills::set_enabled(&mut user, &selector, enabled);
         if user != before {
-            let _ = std::fs::write(self.user_file(), crate::fake::user_config::to_toml(&user));
+            self.write_user_table(&user);
         }
         self.result(id, json!({"effectiveEnabled": enabled}));
         Ok(())

@@ -24,8 +24,12 @@ impl H<'_> {
         // is announced `ready` again, before the settings (turn scenario 272 on every version;
         // fidelity s50500001_0534, _0860, _0892, both real runs: a model's effort, a personality
         // or a multi-agent mode changes nothing).
+        // A new cwd starts them again instead (see `mcp_restart_thread`).
         let moved = |k: &str| applied.settings[k] != applied.before[k];
-        if ["approvalPolicy", "approvalsReviewer", "sandboxPolicy"]
+        if moved("cwd") {
+            let cwd = applied.settings["cwd"].as_str().unwrap_or_default();
+            self.mcp_restart_thread(thread_id, cwd);
+        } else if ["approvalPolicy", "approvalsReviewer", "sandboxPolicy"]
             .iter()
             .any(|k| moved(k))
         {
