@@ -396,6 +396,7 @@ impl Conn {
                 "thread/tokenUsage/updated"
                     | "account/rateLimits/updated"
                     | "thread/settings/updated"
+                    | "thread/queue/changed"
                     | "serverRequest/resolved"
                     | "error"
             )

@@ -102,6 +102,13 @@ pub struct TurnFacts {
     /// A failed send to an MCP server names codex's stdio launcher as the transport, not the
     /// wrappers newer versions put around it (turn scenario 258).
     pub mcp_transport_unwrapped: bool,
+    /// A steer read while an assistant message streams abandons the response once that
+    /// message completes when the response goes on with a tool call: the call and the usage
+    /// are dropped and the model is asked again (fidelity s52520001_0253, both real runs, and
+    /// three probes, an `update_goal` and an `exec_command` after the message; the message
+    /// followed only by the response's end left it whole in 4 of 5 probes). Later versions
+    /// read on.
+    pub steer_ends_response_at_message: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -6,6 +6,7 @@
 
 use super::view::H;
 use crate::fake::rpc::INTERNAL_PREFIX;
+use crate::fake::state::lock;
 use serde_json::{json, Value};
 
 /// A cursor that is not a number, in codex's words for the list (`invalid cursor`, `invalid
@@ -107,7 +108,12 @@ impl H<'_> {
             return Err("queue reorder must include every queued submission exactly once".into());
         }
         self.result(id, json!({}));
-        self.notify("thread/queue/changed", json!({"threadId": thread_id}));
+        // Heard by the thread's subscribers only: none for a thread not loaded (fidelity
+        // s52520001_0098 on 0.163.0, a resume refused after a restart; turn scenario 278 on
+        // every version: after an unsubscribe, then again after a resume).
+        if lock(&self.fake.loaded).contains(&thread_id) {
+            self.notify("thread/queue/changed", json!({"threadId": thread_id}));
+        }
         Ok(())
     }
 

@@ -140,7 +140,21 @@ impl Ctx<'_> {
                     // streamed in full flow leaves the response whole, its usage counted;
                     // `21b`: one in a pause abandons it).
                     self.check_interrupt(true)?;
+                    let message_done = matches!(
+                        &ev,
+                        Event::Done {
+                            item: Item::Message { .. }
+                        }
+                    );
                     self.stream_event(ev, &mut active);
+                    // 0.163.0 takes a steer read during the message once it completes when the
+                    // response goes on with a tool call (see the fact).
+                    if message_done
+                        && self.conn.fake.turn_facts.steer_ends_response_at_message
+                        && tool_call_next(&outs[k + 1..])
+                    {
+                        self.check()?;
+                    }
                 }
             }
         }
@@ -387,6 +401,20 @@ impl Ctx<'_> {
 
 /// The usage of a `response.completed` the stream sends next with no pause before it (`Some`:
 /// the stream ends so; its usage, if any).
+/// Whether the response's next item (before its end) is a tool call.
+fn tool_call_next(outs: &[Out]) -> bool {
+    for o in outs {
+        if let Out::Event(e, _) = o {
+            match Event::read(e) {
+                Event::Done { item } => return item.is_tool_call(),
+                Event::Completed { .. } | Event::Failed { .. } => return false,
+                _ => continue,
+            }
+        }
+    }
+    false
+}
+
 fn completed_next(outs: &[Out]) -> Option<Option<Usage>> {
     for o in outs {
         match o {
