@@ -10,6 +10,7 @@ pub mod config;
 pub mod defaults;
 mod external_agent;
 mod handlers;
+mod latency;
 mod listen;
 mod mcp;
 mod plugins;

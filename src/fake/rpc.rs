@@ -277,6 +277,7 @@ impl Conn {
     /// Records and writes messages the real server sends in one write (a request sent on the
     /// first cannot be answered before the last).
     pub fn send_together(&self, msgs: Vec<Value>) {
+        super::latency::before_reply(&msgs);
         let msgs: Vec<(String, Value)> = msgs
             .into_iter()
             .map(|mut msg| {
@@ -605,7 +606,9 @@ impl Conn {
                         }
                     }
                 }
+                super::latency::begin(&id, &method);
                 (self.dispatch)(self, &id, &method, &params);
+                super::latency::end();
             }
         }
         Next::Continue

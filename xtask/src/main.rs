@@ -37,6 +37,7 @@ mod conformance;
 mod exactness;
 mod fidelity;
 mod gen;
+mod latency;
 mod npm;
 mod oracle;
 mod pgo;
@@ -60,6 +61,7 @@ const USAGE: &str =
   oracle [--record] [--version V]   ignored-path oracle against the real server
   sessions [--version V]   record the real server's side of tests/corpus/sessions/*.jsonl
   exactness [--write|--check]  README's exactness tables from every version's corpora
+  latency [--write|--check]  the real server's answer times (src/fake/latency.json) from the recordings
   wheel [--debug|--no-pgo|--pip-check]  the pip wheel (binary + pytest plugin) into
                            target/wheels/; --pip-check: `pip wheel .` ships the same stripped
                            binary as --no-pgo
@@ -85,6 +87,7 @@ fn main() {
         Some("turns") => turns::main(rest),
         Some("sessions") => sessions::main(rest),
         Some("exactness") => exactness::main(rest),
+        Some("latency") => latency::main(rest),
         Some("wheel") => wheel::main(rest),
         Some("npm") => npm::main(rest),
         Some("pgo") => pgo::main(rest),

@@ -137,10 +137,16 @@ fn live_beside_the_tests(
     bins: &[(String, PathBuf)],
 ) -> Result<std::thread::JoinHandle<Vec<LiveStep>>, String> {
     let exe = std::env::current_exe().map_err(|e| format!("this xtask's path: {e}"))?;
-    let mut steps: Vec<(String, Vec<String>)> = vec![(
-        "README exactness tables against the recorded corpora".into(),
-        vec!["exactness".into(), "--check".into()],
-    )];
+    let mut steps: Vec<(String, Vec<String>)> = vec![
+        (
+            "README exactness tables against the recorded corpora".into(),
+            vec!["exactness".into(), "--check".into()],
+        ),
+        (
+            "the fake's answer times against the recordings".into(),
+            vec!["latency".into(), "--check".into()],
+        ),
+    ];
     for (v, codex) in bins {
         steps.push((
             format!(

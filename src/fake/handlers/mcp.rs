@@ -51,16 +51,6 @@ impl H<'_> {
                 states.insert(s.name.clone(), State::Starting);
             }
         }
-        let notes = servers
-            .iter()
-            .map(|s| {
-                (
-                    "mcpServer/startupStatus/updated",
-                    self.startup_status(thread_id, &s.name, "starting", None),
-                )
-            })
-            .collect();
-        self.notify_together(notes);
         self.spawn_mcp_startups(thread_id, cwd, servers);
     }
 
@@ -98,6 +88,12 @@ impl H<'_> {
             let params = self.startup_status(thread_id, &name, "cancelled", None);
             self.notify("mcpServer/startupStatus/updated", params);
         }
+        self.spawn_mcp_startups(thread_id, cwd, servers);
+    }
+
+    /// Each server announced `starting` (in one write), then its handshake on a task of its
+    /// own, announced `ready` or `failed` as it ends unless a later start superseded it.
+    fn spawn_mcp_startups(&self, thread_id: &str, cwd: &str, servers: Vec<Server>) {
         let notes = servers
             .iter()
             .map(|s| {
@@ -108,12 +104,6 @@ impl H<'_> {
             })
             .collect();
         self.notify_together(notes);
-        self.spawn_mcp_startups(thread_id, cwd, servers);
-    }
-
-    /// Each server's handshake on a task of its own, announced `ready` or `failed` as it ends
-    /// unless a later start superseded it.
-    fn spawn_mcp_startups(&self, thread_id: &str, cwd: &str, servers: Vec<Server>) {
         for server in servers {
             let conn = Arc::clone(self.c);
             let (thread_id, cwd) = (thread_id.to_string(), PathBuf::from(cwd));

@@ -1,0 +1,111 @@
+//! How long the real server takes to answer a request: the median of the real answers in the
+//! repository's recordings (`src/fake/latency.json`, written by `cargo xtask latency`), per
+//! method and per outcome (a result, an error). The fake answers a request no sooner: a
+//! notification the real server sends on a task of its own while a slow request is being
+//! answered (a review's entry while `marketplace/remove` reads the marketplaces, fidelity
+//! s52520001_0134) then comes before the answer here too. Medians under 0.5 ms are left out
+//! (the fake's own work takes about that), and so are the requests
+//! the fake times by rules of their own (`initialize`, those that start a turn, a thread's
+//! session, a server: xtask/src/latency.rs `OWN_TIMING`).
+
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+/// A method's real answer times in µs: its result's, its error's.
+type Times = (Option<u64>, Option<u64>);
+
+/// Method → its answer times.
+static TABLE: LazyLock<HashMap<String, Times>> = LazyLock::new(|| {
+    let v: Value = serde_json::from_str(include_str!("latency.json")).unwrap_or(Value::Null);
+    v.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(m, e)| (m.clone(), (e["result"].as_u64(), e["error"].as_u64())))
+        .collect()
+});
+
+thread_local! {
+    /// The request this thread is answering: its id, method and arrival.
+    static CURRENT: RefCell<Option<(Value, String, Instant)>> = const { RefCell::new(None) };
+}
+
+/// A request's handling starts on this thread.
+pub fn begin(id: &Value, method: &str) {
+    CURRENT.with(|c| *c.borrow_mut() = Some((id.clone(), method.to_string(), Instant::now())));
+}
+
+/// Its handling ended.
+pub fn end() {
+    CURRENT.with(|c| *c.borrow_mut() = None);
+}
+
+/// Before messages go out: when one answers the request this thread is handling, waits until
+/// the real server's time for that answer has passed since the request arrived.
+pub fn before_reply(msgs: &[Value]) {
+    let due = CURRENT.with(|c| {
+        let mut c = c.borrow_mut();
+        let (id, method, at) = c.as_ref()?;
+        let answer = msgs
+            .iter()
+            .find(|m| m.get("method").is_none() && m.get("id") == Some(id))?;
+        let (result, error) = TABLE.get(method.as_str()).copied()?;
+        let us = if answer.get("error").is_some() {
+            error
+        } else {
+            result
+        };
+        let due = *at + Duration::from_micros(us?);
+        // One answer per request.
+        *c = None;
+        Some(due)
+    });
+    if let Some(due) = due {
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_waits_out_its_methods_time_once() {
+        // The slowest error: the checks that nothing waited have the most room.
+        let (method, (_, error)) = TABLE
+            .iter()
+            .filter(|(_, (_, e))| e.is_some())
+            .max_by_key(|(_, (_, e))| *e)
+            .expect("the table times some method's errors");
+        let want = Duration::from_micros(error.expect("found above"));
+        let id = json!(7);
+        begin(&id, method);
+        let at = Instant::now();
+        // A notification and another request's answer do not count.
+        before_reply(&[json!({"method": "turn/started", "params": {}})]);
+        before_reply(&[json!({"id": 8, "error": {}})]);
+        assert!(at.elapsed() < want);
+        before_reply(&[json!({"id": 7, "error": {"code": -32600}})]);
+        assert!(at.elapsed() >= want);
+        // Answered: a second message with the id waits no more.
+        let again = Instant::now();
+        before_reply(&[json!({"id": 7, "error": {}})]);
+        assert!(again.elapsed() < want);
+        end();
+    }
+
+    #[test]
+    fn a_method_the_table_lacks_is_answered_at_once() {
+        begin(&json!(1), "codex-wire/not-a-method");
+        let at = Instant::now();
+        before_reply(&[json!({"id": 1, "result": {}})]);
+        assert!(at.elapsed() < Duration::from_millis(5));
+        end();
+    }
+}
