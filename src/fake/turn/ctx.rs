@@ -507,6 +507,10 @@ impl<'a> Ctx<'a> {
     }
 
     fn report_standing(&self, t: &Value) {
+        // Reported, the usage is written to the rollout with this turn: a resumed thread names
+        // it (fidelity s54540001_0103 on 0.171.0, both real runs: a turn refused at its first
+        // request by a usage limit, the thread's usage as it stood reported).
+        self.streamed();
         let window = context_window(self.conn, &self.ctl.thread_id);
         self.notify(
             "thread/tokenUsage/updated",
