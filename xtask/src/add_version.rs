@@ -1,6 +1,6 @@
 //! `cargo xtask add-version V [--from STEP]`: adds codex release V beside the others, every step
 //! of the README recipe in order — schema (and changelogs), conformance, oracle, sessions, turns,
-//! the turn facts, the exactness tables and docs/methods.md — and stops at the first step that needs a person,
+//! the turn facts, the exactness tables, the fake's answer times and docs/methods.md — and stops at the first step that needs a person,
 //! saying which fact, where it goes and how to check it. `--from STEP` resumes there.
 //! `--try` runs the whole recipe, then `cargo xtask test`, on a copy of this tree (CI does, for
 //! a release the tree does not have, so the recipe cannot rot unseen).
@@ -73,9 +73,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
             // Recorded now; the fake is compared with the recordings once its facts are known.
             "turns" => crate::turns::record(&version, &[]),
             "facts" => derive_facts(&version),
-            "exactness" => {
-                crate::exactness::main(&["--write".into()]).and_then(|()| method_table())
-            }
+            // The tables derived from every version's recordings: the README's, the fake's
+            // answer times, docs/methods.md.
+            "exactness" => crate::exactness::main(&["--write".into()])
+                .and_then(|()| crate::latency::main(&["--write".into()]))
+                .and_then(|()| method_table()),
             _ => unreachable!(),
         };
         result.map_err(|e| {
