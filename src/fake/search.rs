@@ -10,7 +10,9 @@
 //! s41410001_0001.
 //!
 //! The fake writes the environment context's head only (cwd, shell, date, time zone: what a
-//! match in the cwd shows); a match it cannot place exactly is left unmodeled.
+//! match in the cwd shows); a match it cannot place exactly is left unmodeled. A thread whose
+//! turns all ran without an environment has a context of the date and time zone alone, and
+//! there the fake searches the whole history (turn scenario 279).
 
 use crate::fake::turn_facts::TurnFacts;
 use serde_json::Value;
@@ -20,18 +22,92 @@ const BEFORE: usize = 49;
 /// Characters a snippet shows after the match.
 const AFTER: usize = 96;
 
-/// The snippet of the term's first place in the thread's history. `None`: somewhere the fake
-/// does not write (past the environment context's head, or a text whose case folding changes
-/// its length): not modeled.
+/// A thread's match: `Some(Some(snippet))` for the term's first place in the thread's
+/// history, `Some(None)` for a history that does not hold it, `None` where the fake cannot
+/// tell exactly (not modeled).
 /// `shell`: the path of the user's shell (codex names its kind).
-pub fn snippet(info: &Value, term: &str, facts: &TurnFacts, shell: &str) -> Option<String> {
+pub fn snippet(
+    info: &Value,
+    term: &str,
+    facts: &TurnFacts,
+    shell: &str,
+) -> Option<Option<String>> {
+    if placeless(info) {
+        return placeless_snippet(info, term, facts);
+    }
     let mut head = environment_head(info, shell)?;
     if facts.search_window_on_joined_text {
         head = collapse(&head);
     }
     let (body, start, end) = window(&head, term)?;
     // The environment context goes on past the head the fake writes.
-    (end <= head.chars().count()).then(|| format_snippet(&body, start > 0, true))
+    (end <= head.chars().count()).then(|| Some(format_snippet(&body, start > 0, true)))
+}
+
+/// A thread info key: set once a turn recorded an environment context that names a place (a
+/// cwd, a filesystem), i.e. a turn that ran with an environment.
+pub const PLACED_CONTEXT: &str = "placedContext";
+
+/// Whether every turn of the thread ran without an environment (`environments: []`): its
+/// environment context is then the date and the time zone only, and the fake writes the
+/// whole history search reads.
+fn placeless(info: &Value) -> bool {
+    info["environments"] == serde_json::json!([]) && info[PLACED_CONTEXT] != true
+}
+
+/// The match in a thread whose turns ran without an environment: the environment context is
+/// `<current_date>` and `<timezone>` only, then each turn's user messages and the model's
+/// messages in order; reasoning is never searched (turn scenario 279 on 0.171.0, 0.169.0 and
+/// 0.163.0; fidelity s54540001_0543: `codex-wire`, in no text, finds nothing). An item of
+/// another kind that holds the term, a compaction or a review (texts of codex's own): not
+/// modeled.
+fn placeless_snippet(info: &Value, term: &str, facts: &TurnFacts) -> Option<Option<String>> {
+    let started = info["turns"].as_array()?.first()?["startedAt"].as_i64()?;
+    let zone = utc_zone()?;
+    let (y, m, d, ..) = crate::fake::state::civil(started);
+    let mut texts = vec![format!(
+        "<environment_context>\n  <current_date>{y:04}-{m:02}-{d:02}</current_date>\n  \
+         <timezone>{zone}</timezone>\n</environment_context>"
+    )];
+    let needle = term.to_lowercase();
+    let holds = |v: &Value| v.to_string().to_lowercase().contains(&needle);
+    if !info["goal"].is_null() && holds(&info["goal"]) {
+        return None;
+    }
+    for turn in info["turns"].as_array()? {
+        for item in turn["items"].as_array()? {
+            match item["type"].as_str()? {
+                "userMessage" => {
+                    let content = item["content"].as_array()?;
+                    match content.as_slice() {
+                        [one] if one["type"] == "text" => texts.push(one["text"].as_str()?.into()),
+                        _ if holds(item) => return None,
+                        _ => {}
+                    }
+                }
+                "agentMessage" => texts.push(item["text"].as_str()?.into()),
+                "reasoning" => {}
+                "contextCompaction" | "enteredReviewMode" | "exitedReviewMode" => return None,
+                _ if holds(item) => return None,
+                _ => {}
+            }
+        }
+    }
+    for text in texts {
+        let text = if facts.search_window_on_joined_text {
+            collapse(&text)
+        } else {
+            text
+        };
+        if let Some((body, start, end)) = window(&text, term) {
+            return Some(Some(format_snippet(&body, start > 0, end < text.chars().count())));
+        }
+        // A text whose case folding moves its characters cannot be searched exactly.
+        if text.to_lowercase().len() != text.len() {
+            return None;
+        }
+    }
+    Some(None)
 }
 
 /// The snippet's window over `text` around the first match of `term`: its collapsed text and
@@ -77,11 +153,7 @@ fn environment_head(info: &Value, shell: &str) -> Option<String> {
         .get(crate::fake::settings::INDEX_CWD)
         .unwrap_or(&info["cwd"])
         .as_str()?;
-    let zone = time_zone()?;
-    // The date as the machine's zone reads it; only UTC is written.
-    if zone != "Etc/UTC" && zone != "UTC" {
-        return None;
-    }
+    let zone = utc_zone()?;
     let (y, m, d, ..) = crate::fake::state::civil(started);
     let shell = shell.rsplit('/').next()?;
     Some(format!(
@@ -89,6 +161,12 @@ fn environment_head(info: &Value, shell: &str) -> Option<String> {
          <current_date>{y:04}-{m:02}-{d:02}</current_date>\n  <timezone>{zone}</timezone>\n  \
          <filesystem>"
     ))
+}
+
+/// The machine's time zone when it is UTC: the date is written as the machine's zone reads
+/// it, and only UTC is modeled.
+fn utc_zone() -> Option<String> {
+    time_zone().filter(|z| z == "Etc/UTC" || z == "UTC")
 }
 
 /// The machine's IANA time zone, as codex reads it (`iana_time_zone`): the zone

@@ -1160,7 +1160,8 @@ impl H<'_> {
                 &self.fake.turn_facts,
                 crate::fake::shell::SHELL,
             ) {
-                Some(s) => found.push((entry, s)),
+                Some(Some(s)) => found.push((entry, s)),
+                Some(None) => {}
                 None => return Ok(None),
             }
         }

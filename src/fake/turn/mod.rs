@@ -343,6 +343,9 @@ fn play(
             if let Some(t) = d["threads"][&thread_id].as_object_mut() {
                 t.remove("rolloutPending");
                 t.insert(crate::fake::settings::CONTEXT_PLACE.into(), place);
+                if thread["environments"] != json!([]) {
+                    t.insert(crate::fake::search::PLACED_CONTEXT.into(), json!(true));
+                }
             }
         });
         ctx.started_ms = now_ms();
