@@ -26,12 +26,7 @@ const AFTER: usize = 96;
 /// history, `Some(None)` for a history that does not hold it, `None` where the fake cannot
 /// tell exactly (not modeled).
 /// `shell`: the path of the user's shell (codex names its kind).
-pub fn snippet(
-    info: &Value,
-    term: &str,
-    facts: &TurnFacts,
-    shell: &str,
-) -> Option<Option<String>> {
+pub fn snippet(info: &Value, term: &str, facts: &TurnFacts, shell: &str) -> Option<Option<String>> {
     if placeless(info) {
         return placeless_snippet(info, term, facts);
     }
@@ -100,7 +95,11 @@ fn placeless_snippet(info: &Value, term: &str, facts: &TurnFacts) -> Option<Opti
             text
         };
         if let Some((body, start, end)) = window(&text, term) {
-            return Some(Some(format_snippet(&body, start > 0, end < text.chars().count())));
+            return Some(Some(format_snippet(
+                &body,
+                start > 0,
+                end < text.chars().count(),
+            )));
         }
         // A text whose case folding moves its characters cannot be searched exactly.
         if text.to_lowercase().len() != text.len() {

@@ -1742,7 +1742,8 @@ impl H<'_> {
         let turns = crate::fake::turn::running()
             .values()
             .filter(|c| !c.queued.load(std::sync::atomic::Ordering::SeqCst))
-            .count();
+            .count()
+            + crate::fake::turn::lingering();
         let gauge = |name: &str, value: usize| json!({"name": name, "value": value});
         let mut gauges = vec![gauge("app.requests.in_flight", 1)];
         if self

@@ -15,6 +15,33 @@ pub fn running() -> std::sync::MutexGuard<'static, HashMap<String, Arc<TurnCtl>>
     lock(RUNNING.get_or_init(Default::default))
 }
 
+/// How long an interrupted turn stays counted in `core.turns.active` after its
+/// `turn/completed`: codex counts the turn until its aborted task is reaped, a moment after the
+/// completion is sent. Probed on 0.171.0 (2026-12-07: an approval answered `cancel`, and a
+/// `turn/interrupt`; `server/diagnostics` sent on `turn/completed`): counted at 0.7–1.6 ms,
+/// not at 1.3–2.1 ms; fidelity s54540001_0142 on 0.163.0 (0.9 ms, both real runs), the same
+/// on 0.169.0. A completed or failed turn is never counted after its end (17 recordings).
+const ABORTED_LINGER: Duration = Duration::from_micros(1200);
+
+fn lingering_list() -> std::sync::MutexGuard<'static, Vec<Instant>> {
+    static LINGERING: std::sync::OnceLock<Mutex<Vec<Instant>>> = std::sync::OnceLock::new();
+    lock(LINGERING.get_or_init(Default::default))
+}
+
+/// An interrupted turn's completion was just sent: counted a moment longer
+/// ([`ABORTED_LINGER`]).
+pub fn linger_aborted() {
+    lingering_list().push(Instant::now() + ABORTED_LINGER);
+}
+
+/// Interrupted turns still counted as active (see [`linger_aborted`]).
+pub fn lingering() -> usize {
+    let mut list = lingering_list();
+    let now = Instant::now();
+    list.retain(|until| *until > now);
+    list.len()
+}
+
 /// What one session approved for itself (see [`session_approvals`]).
 type Approved = Arc<Mutex<Vec<String>>>;
 

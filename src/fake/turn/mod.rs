@@ -28,7 +28,8 @@ mod tools;
 
 use ctl::End;
 pub use ctl::{
-    fresh_sessions, new_session, running, stale_turns, steer_arriving, TurnCtl, GOAL_SET_SETTLED,
+    fresh_sessions, lingering, new_session, running, stale_turns, steer_arriving, TurnCtl,
+    GOAL_SET_SETTLED,
 };
 pub use exec::{exit_code, spawn_dir_error};
 pub use items::{breakdown, context_window, new_goal};
@@ -489,6 +490,9 @@ fn play(
             ));
         }
         conn.notify_together(end);
+        if aborted {
+            ctl::linger_aborted();
+        }
         if last {
             break;
         }
