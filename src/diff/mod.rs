@@ -343,12 +343,24 @@ fn mask_keyset_time(s: &str) -> String {
 /// `/dir/.tmpjQP8OD"` → `/dir/.tmp<random>"`: the name of a temporary file the real server
 /// creates (Rust's `tempfile`: `.tmp` and six random letters or digits) before it moves the
 /// file in place, which a `feedback/save` that cannot write names (fidelity s31310001_0143:
-/// two real runs part there only). Only a whole path component is masked.
+/// two real runs part there only); and `/bindfileIFBHak` → `/bindfile<random>`, the file
+/// bubblewrap binds (`mkstemp`) that its failure to mount a missing writable root names (turn
+/// scenario 280: its real runs on three versions and fidelity s55550001_0218's two real runs
+/// part there only). Only a whole path component is masked.
 fn mask_temp_name(s: &str) -> String {
+    let mut out = s.to_string();
+    for prefix in ["/.tmp", "/bindfile"] {
+        out = mask_random_after(&out, prefix);
+    }
+    out
+}
+
+/// Six random letters or digits after `prefix` (a path component's start) → `<random>`.
+fn mask_random_after(s: &str, prefix: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
-    while let Some(i) = rest.find("/.tmp") {
-        let name = &rest[i + "/.tmp".len()..];
+    while let Some(i) = rest.find(prefix) {
+        let name = &rest[i + prefix.len()..];
         let random = name
             .bytes()
             .take(6)
@@ -359,7 +371,7 @@ fn mask_temp_name(s: &str) -> String {
             .as_bytes()
             .get(6)
             .is_none_or(|b| !b.is_ascii_alphanumeric() && *b != b'.' && *b != b'_');
-        out.push_str(&rest[..i + "/.tmp".len()]);
+        out.push_str(&rest[..i + prefix.len()]);
         if random && name.len() >= 6 && ends {
             out.push_str("<random>");
             rest = &name[6..];
@@ -619,6 +631,21 @@ mod tests {
             mask_temp_name("/a/.tmpAAAAAA/b/.tmpBBBBBB"),
             "/a/.tmp<random>/b/.tmp<random>"
         );
+        // bubblewrap's bound file, in its mount failure: the name only.
+        let b = mask_temp_name("bwrap: Can't bind mount /bindfileIFBHak on /newroot/w/sub: x");
+        assert_eq!(
+            b,
+            "bwrap: Can't bind mount /bindfile<random> on /newroot/w/sub: x"
+        );
+        assert_eq!(
+            b,
+            mask_temp_name("bwrap: Can't bind mount /bindfileKHoIIB on /newroot/w/sub: x")
+        );
+        assert_ne!(
+            b,
+            mask_temp_name("bwrap: Can't bind mount /bindfileKHoIIB on /newroot/w/zz: x")
+        );
+        assert_eq!(mask_temp_name("/bindfileAB-DEF"), "/bindfileAB-DEF");
     }
 
     /// `server/diagnostics`: the process's id and memory are masked; its gauges, a missing

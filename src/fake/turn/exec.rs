@@ -10,6 +10,8 @@ pub(super) struct Ran {
     /// stdout and stderr as they arrived (`null` when there was none).
     pub output: Value,
     pub code: i64,
+    /// Whether `started` was called (see [`run_command`]'s `announce_after`).
+    pub announced: bool,
 }
 
 /// The item's output is capped: the first and last half MiB, the rest counted (codex's
@@ -29,19 +31,65 @@ fn capped(bytes: &[u8]) -> String {
     )
 }
 
+/// A command codex runs in its workspace-write sandbox on Linux fails before it starts when a
+/// writable root does not exist: codex's bubblewrap binds each root into the sandbox's new
+/// root, and the first missing one (in the thread's order) stops it, exit 1, the message on
+/// the output (turn scenario 280 on 0.171.0, 0.169.0 and 0.163.0; fidelity s55550001_0218).
+/// The bound file's name is bubblewrap's `mkstemp` name (`/bindfileXXXXXX`), new each run.
+pub(super) fn sandbox_missing_root(writable_roots: &[String]) -> Option<Ran> {
+    let missing = writable_roots
+        .iter()
+        .find(|r| !std::path::Path::new(r).exists())?;
+    const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let name: String = uuid::Uuid::new_v4().as_bytes()[..6]
+        .iter()
+        .map(|b| LETTERS[usize::from(*b) % LETTERS.len()] as char)
+        .collect();
+    Some(Ran {
+        pid: json!(std::process::id().to_string()),
+        output: json!(format!(
+            "bwrap: Can't bind mount /bindfile{name} on /newroot{missing}: Unable to mount \
+             source on destination: No such file or directory\n"
+        )),
+        code: 1,
+        announced: false,
+    })
+}
+
+/// Whether codex judges a sandboxed command's failure the sandbox's denial
+/// (`is_likely_sandbox_denied`): a non-zero exit whose output names one of the sandbox's
+/// usual refusals, any case (turn scenario 281 on 0.171.0, 0.169.0 and 0.163.0: exit 1 and 2
+/// with a keyword denied; exit 3 without one, and exit 0 with one, not).
+pub(super) fn sandbox_denied(ran: &Ran) -> bool {
+    const KEYWORDS: [&str; 7] = [
+        "operation not permitted",
+        "permission denied",
+        "read-only file system",
+        "seccomp",
+        "sandbox",
+        "landlock",
+        "failed to write file",
+    ];
+    let output = ran.output.as_str().unwrap_or_default().to_lowercase();
+    ran.code != 0 && KEYWORDS.iter().any(|k| output.contains(k))
+}
+
 /// Output read later than this after the start also streams as `outputDelta` (codex waits
-/// this long for a quick exit before it streams).
-const STREAM_AFTER: Duration = Duration::from_millis(150);
+/// this long for a quick exit before it streams: unified exec's early-exit grace period).
+pub(super) const STREAM_AFTER: Duration = Duration::from_millis(150);
 
 /// Runs the command as the shell tool does (`/bin/bash -lc`, stdout and stderr on one pipe)
 /// unless the step scripts its `output` (and `exit_code`). `started` gets the process id once it
-/// runs; `delta` each piece of output read after [`STREAM_AFTER`] (at most 8 KiB each), or
-/// every piece when `stream_all` (a user's shell command streams from the start).
+/// runs — with `announce_after`, only once it has run that long or its output streams, never
+/// for a quicker exit (`Ran::announced`); `delta` each piece of output read after
+/// [`STREAM_AFTER`] (at most 8 KiB each), or every piece when `stream_all` (a user's shell
+/// command streams from the start).
 pub(super) fn run_command(
     scripted: Option<(&str, i64)>,
     command: &str,
     cwd: &str,
     stream_all: bool,
+    announce_after: Option<Duration>,
     started: &mut dyn FnMut(&Value),
     delta: &mut dyn FnMut(&str),
 ) -> Ran {
@@ -56,6 +104,7 @@ pub(super) fn run_command(
                 json!(out)
             },
             code,
+            announced: true,
         };
     }
     let mut spawn_failed = |e: std::io::Error| {
@@ -65,6 +114,7 @@ pub(super) fn run_command(
             pid,
             output: json!(format!("Failed to create unified exec process: {e}")),
             code: -1,
+            announced: true,
         }
     };
     let (mut reader, writer) = match std::io::pipe() {
@@ -92,28 +142,59 @@ pub(super) fn run_command(
     };
     let since = Instant::now();
     let pid = json!(child.id().to_string());
-    started(&pid);
+    let mut announced = announce_after.is_none();
+    if announced {
+        started(&pid);
+    }
+    // The output, read on a thread of its own so that the announcement can come on time.
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            match std::io::Read::read(&mut reader, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
     let mut out = Vec::new();
-    let mut buf = [0u8; 8192];
     // Bytes held back from a delta until they complete a UTF-8 character.
     let mut held = Vec::new();
     loop {
-        match std::io::Read::read(&mut reader, &mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                out.extend_from_slice(&buf[..n]);
-                if stream_all || since.elapsed() >= STREAM_AFTER {
-                    held.extend_from_slice(&buf[..n]);
-                    let cut = match std::str::from_utf8(&held) {
-                        Ok(_) => held.len(),
-                        Err(e) => e.valid_up_to(),
-                    };
-                    if cut > 0 {
-                        let text = String::from_utf8_lossy(&held[..cut]).into_owned();
-                        held.drain(..cut);
-                        delta(&text);
-                    }
+        let chunk = match announce_after.filter(|_| !announced) {
+            Some(after) => match rx.recv_timeout(after.saturating_sub(since.elapsed())) {
+                Ok(c) => c,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    announced = true;
+                    started(&pid);
+                    continue;
                 }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            },
+            None => match rx.recv() {
+                Ok(c) => c,
+                Err(_) => break,
+            },
+        };
+        out.extend_from_slice(&chunk);
+        if stream_all || since.elapsed() >= STREAM_AFTER {
+            if !announced {
+                announced = true;
+                started(&pid);
+            }
+            held.extend_from_slice(&chunk);
+            let cut = match std::str::from_utf8(&held) {
+                Ok(_) => held.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            if cut > 0 {
+                let text = String::from_utf8_lossy(&held[..cut]).into_owned();
+                held.drain(..cut);
+                delta(&text);
             }
         }
     }
@@ -129,6 +210,7 @@ pub(super) fn run_command(
             json!(capped(&out))
         },
         code,
+        announced,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::ctl::{Decision, End, Gate};
 use super::ctx::{Ctx, TOOL_DISPATCH};
-use super::exec::run_command;
+use super::exec::{self, run_command};
 use super::items::agent_message;
 use super::patch;
 use crate::fake::rpc::Conn;
@@ -272,6 +272,20 @@ impl<'a> Ctx<'a> {
     }
 
     /// The thread's sandbox policy type (`readOnly`, `workspaceWrite`, `dangerFullAccess`).
+    /// The workspace-write sandbox's writable roots beyond the cwd, in the thread's order.
+    fn writable_roots(&self) -> Vec<String> {
+        let data = self.conn.fake.store.load();
+        data["threads"][&self.ctl.thread_id]["sandbox"]["writableRoots"]
+            .as_array()
+            .map(|roots| {
+                roots
+                    .iter()
+                    .filter_map(|r| r.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub(super) fn sandbox_type(&self) -> String {
         let data = self.conn.fake.store.load();
         let t = &data["threads"][&self.ctl.thread_id];
@@ -549,29 +563,53 @@ impl<'a> Ctx<'a> {
             )
         };
         let (conn, scope) = (self.conn.clone(), self.scope(json!({"itemId": id})));
-        let mut at = approved_at;
         let scripted = step.and_then(|s| {
             s.output
                 .as_deref()
                 .map(|out| (out, s.exit_code.unwrap_or(0)))
         });
-        let ran = run_command(
-            scripted,
-            &raw,
-            &cwd,
-            false,
-            &mut |pid| {
-                if at.is_none() {
-                    at = Some(self.started(&started_item(pid)));
-                }
-            },
-            &mut |delta| {
-                let mut p = scope.clone();
-                p["delta"] = json!(delta);
-                conn.notify("item/commandExecution/outputDelta", p);
-            },
-        );
-        let at = at.unwrap_or_else(now_ms);
+        // A plain command runs in the thread's sandbox (an escalated one outside it). codex
+        // says nothing of a sandboxed command until it knows whether the sandbox denied it
+        // (`exec::sandbox_denied`): its item starts once it has run for unified exec's grace
+        // period, or at its end.
+        let sandbox = self.sandbox_type();
+        let sandboxed = scripted.is_none()
+            && !escalated
+            && matches!(sandbox.as_str(), "workspaceWrite" | "readOnly");
+        let refused = if sandboxed && sandbox == "workspaceWrite" {
+            exec::sandbox_missing_root(&self.writable_roots())
+        } else {
+            None
+        };
+        let mut at = approved_at;
+        let ran = match refused {
+            Some(ran) => ran,
+            None => run_command(
+                scripted,
+                &raw,
+                &cwd,
+                false,
+                sandboxed.then_some(exec::STREAM_AFTER),
+                &mut |pid| {
+                    if at.is_none() {
+                        at = Some(self.started(&started_item(pid)));
+                    }
+                },
+                &mut |delta| {
+                    let mut p = scope.clone();
+                    p["delta"] = json!(delta);
+                    conn.notify("item/commandExecution/outputDelta", p);
+                },
+            ),
+        };
+        // Denied by the sandbox, as codex judges a quick exit: the model reads the output, the
+        // client hears of no item, and the thread keeps none (turn scenario 281 on every
+        // version; a denial printed after the grace period shows, as there).
+        if !ran.announced && at.is_none() && exec::sandbox_denied(&ran) {
+            self.rollout.unkept();
+            return Ok(());
+        }
+        let at = at.unwrap_or_else(|| self.started(&started_item(&ran.pid)));
         let status = if ran.code == 0 { "completed" } else { "failed" };
         let done = item(
             "unifiedExecStartup",
@@ -604,7 +642,7 @@ impl<'a> Ctx<'a> {
             "exitCode": null, "durationMs": null});
         let at = self.started(&item);
         let (conn, scope) = (self.conn.clone(), self.scope(json!({"itemId": id})));
-        let ran = run_command(None, raw, &cwd, true, &mut |_| {}, &mut |delta| {
+        let ran = run_command(None, raw, &cwd, true, None, &mut |_| {}, &mut |delta| {
             let mut p = scope.clone();
             p["delta"] = json!(delta);
             conn.notify("item/commandExecution/outputDelta", p);
