@@ -24,11 +24,18 @@ impl H<'_> {
         // is announced `ready` again, before the settings (turn scenario 272 on every version;
         // fidelity s50500001_0534, _0860, _0892, both real runs: a model's effort, a personality
         // or a multi-agent mode changes nothing).
-        // A new cwd starts them again instead (see `mcp_restart_thread`).
+        // A new cwd starts them again instead (see `mcp_restart_thread`): the cwd the thread's
+        // tools work in, its first environment's when it names environments (fidelity
+        // s56560001_0106 on 0.171.0, both real runs: a turn's own `cwd` beside unchanged
+        // environments starts nothing).
         let moved = |k: &str| applied.settings[k] != applied.before[k];
-        if moved("cwd") {
-            let cwd = applied.settings["cwd"].as_str().unwrap_or_default();
-            self.mcp_restart_thread(thread_id, cwd);
+        let place = |s: &Value| match s["environments"].as_array().and_then(|e| e.first()) {
+            Some(env) => env["cwd"].clone(),
+            None => s["cwd"].clone(),
+        };
+        if place(&applied.settings) != place(&applied.before) {
+            let cwd = place(&applied.settings);
+            self.mcp_restart_thread(thread_id, cwd.as_str().unwrap_or_default());
         } else if ["approvalPolicy", "approvalsReviewer", "sandboxPolicy"]
             .iter()
             .any(|k| moved(k))
