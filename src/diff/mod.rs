@@ -156,7 +156,9 @@ impl Masker {
             rest = &rest[i + 36..];
         }
         masked.push_str(rest);
-        mask_temp_name(&mask_port(&mask_rollout_stamp(&mask_keyset_time(&masked))))
+        mask_debug_duration(&mask_temp_name(&mask_port(&mask_rollout_stamp(
+            &mask_keyset_time(&masked),
+        ))))
     }
 
     fn value(&mut self, key: Option<&str>, v: &Value) -> Value {
@@ -338,6 +340,33 @@ fn mask_keyset_time(s: &str) -> String {
         }
         _ => s.to_string(),
     }
+}
+
+/// `timed_out: true } })` errors' `duration: 6.822165ms` → `duration: <time>`: how long a
+/// command ran before its deadline killed it, in Rust's debug form, which codex shows in a
+/// user's shell command's output (turn scenario 283: the real runs on three versions part there
+/// only; fidelity s56560001_0216's two real runs too). Only a number with a unit followed by
+/// `, timed_out` is masked.
+fn mask_debug_duration(s: &str) -> String {
+    const KEY: &str = "duration: ";
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(KEY) {
+        out.push_str(&rest[..i + KEY.len()]);
+        rest = &rest[i + KEY.len()..];
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let unit = ["ns", "µs", "ms", "s"]
+            .into_iter()
+            .find(|u| rest[digits..].starts_with(&format!("{u}, timed_out")));
+        if let (true, Some(unit)) = (digits > 0, unit) {
+            out.push_str("<time>");
+            rest = &rest[digits + unit.len()..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `/dir/.tmpjQP8OD"` → `/dir/.tmp<random>"`: the name of a temporary file the real server
@@ -646,6 +675,33 @@ mod tests {
             mask_temp_name("bwrap: Can't bind mount /bindfileKHoIIB on /newroot/w/zz: x")
         );
         assert_eq!(mask_temp_name("/bindfileAB-DEF"), "/bindfileAB-DEF");
+    }
+
+    /// A deadline's debug duration is masked; a number without its unit, or not followed by
+    /// `timed_out`, is not.
+    #[test]
+    fn timeout_durations_mask_their_number_only() {
+        let a = mask_debug_duration("output: \"\", duration: 6.822165ms, timed_out: true } })");
+        assert_eq!(a, "output: \"\", duration: <time>, timed_out: true } })");
+        assert_eq!(
+            a,
+            mask_debug_duration("output: \"\", duration: 55.40628ms, timed_out: true } })")
+        );
+        assert_eq!(
+            mask_debug_duration("duration: 950µs, timed_out"),
+            mask_debug_duration("duration: 1.2s, timed_out")
+        );
+        assert_ne!(
+            a,
+            mask_debug_duration("output: \"x\", duration: 6.822165ms, timed_out: true } })")
+        );
+        for other in [
+            "duration: 5, timed_out",
+            "duration: 5ms, done",
+            "duration: ms, timed_out",
+        ] {
+            assert_eq!(mask_debug_duration(other), other, "{other}");
+        }
     }
 
     /// `server/diagnostics`: the process's id and memory are masked; its gauges, a missing

@@ -367,7 +367,13 @@ impl H<'_> {
             // Run inside the turn already going: not modeled.
             return self.not_modeled("thread/shellCommand");
         }
-        turn::start_shell(self.c, id, &thread_id, command);
+        turn::start_shell(
+            self.c,
+            id,
+            &thread_id,
+            command,
+            params["timeoutMs"].as_u64(),
+        );
         Ok(())
     }
 

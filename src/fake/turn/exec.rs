@@ -10,8 +10,27 @@ pub(super) struct Ran {
     /// stdout and stderr as they arrived (`null` when there was none).
     pub output: Value,
     pub code: i64,
-    /// Whether `started` was called (see [`run_command`]'s `announce_after`).
+    /// Whether `started` was called (see [`Run::announce_after`]).
     pub announced: bool,
+    /// How long it had run when its deadline killed it (see [`Run::deadline`]).
+    pub timed_out: Option<Duration>,
+    /// stdout and stderr apart (see [`Run::split_streams`]; else all of it is stdout's).
+    pub streams: [String; 2],
+}
+
+/// How [`run_command`] runs a command beyond the command itself.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Run {
+    /// Every piece of output streams (a user's shell command), not only what comes after
+    /// [`STREAM_AFTER`].
+    pub stream_all: bool,
+    /// Announce the command (`started`) only once it has run this long or its output streams,
+    /// never for a quicker exit.
+    pub announce_after: Option<Duration>,
+    /// Kill it when it runs this long.
+    pub deadline: Option<Duration>,
+    /// stdout and stderr on pipes of their own (the output joins them as they come).
+    pub split_streams: bool,
 }
 
 /// The item's output is capped: the first and last half MiB, the rest counted (codex's
@@ -53,7 +72,24 @@ pub(super) fn sandbox_missing_root(writable_roots: &[String]) -> Option<Ran> {
         )),
         code: 1,
         announced: false,
+        timed_out: None,
+        streams: Default::default(),
     })
+}
+
+/// codex's error for a command its deadline killed, as a user's shell command reports it:
+/// the sandbox's `Timeout` in Rust's debug form, with the output read so far (stdout, stderr,
+/// and both as they came) and how long it ran.
+pub(super) fn timeout_error(ran: &Ran, after: Duration) -> String {
+    let stream = |t: &str| format!("StreamOutput {{ text: {t:?}, truncated_after_lines: None }}");
+    format!(
+        "execution error: Sandbox(Timeout {{ output: ExecToolCallOutput {{ exit_code: 124, \
+         stdout: {}, stderr: {}, aggregated_output: {}, duration: {after:?}, timed_out: true }} \
+         }})",
+        stream(&ran.streams[0]),
+        stream(&ran.streams[1]),
+        stream(ran.output.as_str().unwrap_or_default())
+    )
 }
 
 /// Whether codex judges a sandboxed command's failure the sandbox's denial
@@ -80,16 +116,13 @@ pub(super) const STREAM_AFTER: Duration = Duration::from_millis(150);
 
 /// Runs the command as the shell tool does (`/bin/bash -lc`, stdout and stderr on one pipe)
 /// unless the step scripts its `output` (and `exit_code`). `started` gets the process id once it
-/// runs — with `announce_after`, only once it has run that long or its output streams, never
-/// for a quicker exit (`Ran::announced`); `delta` each piece of output read after
-/// [`STREAM_AFTER`] (at most 8 KiB each), or every piece when `stream_all` (a user's shell
-/// command streams from the start).
+/// runs (see [`Run::announce_after`]); `delta` each piece of output read after
+/// [`STREAM_AFTER`] (at most 8 KiB each), or every piece with [`Run::stream_all`].
 pub(super) fn run_command(
     scripted: Option<(&str, i64)>,
     command: &str,
     cwd: &str,
-    stream_all: bool,
-    announce_after: Option<Duration>,
+    run: Run,
     started: &mut dyn FnMut(&Value),
     delta: &mut dyn FnMut(&str),
 ) -> Ran {
@@ -105,6 +138,8 @@ pub(super) fn run_command(
             },
             code,
             announced: true,
+            timed_out: None,
+            streams: Default::default(),
         };
     }
     let mut spawn_failed = |e: std::io::Error| {
@@ -115,26 +150,36 @@ pub(super) fn run_command(
             output: json!(format!("Failed to create unified exec process: {e}")),
             code: -1,
             announced: true,
+            timed_out: None,
+            streams: Default::default(),
         }
     };
-    let (mut reader, writer) = match std::io::pipe() {
+    let (reader, writer) = match std::io::pipe() {
         Ok(p) => p,
         Err(e) => return spawn_failed(e),
+    };
+    // stderr on a pipe of its own when the streams are told apart, else on stdout's.
+    let (err_reader, err_writer) = if run.split_streams {
+        match std::io::pipe() {
+            Ok((r, w)) => (Some(r), w),
+            Err(e) => return spawn_failed(e),
+        }
+    } else {
+        match writer.try_clone() {
+            Ok(w) => (None, w),
+            Err(e) => return spawn_failed(e),
+        }
     };
     let mut cmd = std::process::Command::new("/bin/bash");
     cmd.arg("-lc")
         .arg(command)
         .current_dir(cwd)
-        .stdin(std::process::Stdio::null());
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .stderr(err_writer);
     crate::fake::shell::signals_as_codex_gives_them(&mut cmd);
-    match writer.try_clone() {
-        Ok(w2) => {
-            cmd.stdout(writer).stderr(w2);
-        }
-        Err(e) => return spawn_failed(e),
-    }
     let spawned = cmd.spawn();
-    // The parent's copies of the pipe's write end go with `cmd`: end of output is the child's.
+    // The parent's copies of the pipes' write ends go with `cmd`: end of output is the child's.
     drop(cmd);
     let mut child = match spawned {
         Ok(c) => c,
@@ -142,33 +187,56 @@ pub(super) fn run_command(
     };
     let since = Instant::now();
     let pid = json!(child.id().to_string());
-    let mut announced = announce_after.is_none();
+    let mut announced = run.announce_after.is_none();
     if announced {
         started(&pid);
     }
-    // The output, read on a thread of its own so that the announcement can come on time.
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        loop {
-            match std::io::Read::read(&mut reader, &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if tx.send(buf[..n].to_vec()).is_err() {
-                        break;
+    // The output, read on threads of their own so that the announcement and the deadline can
+    // come on time; each piece tagged with its stream (true: stderr).
+    let (tx, rx) = std::sync::mpsc::channel::<(bool, Vec<u8>)>();
+    let read = |mut reader: std::io::PipeReader, is_err: bool| {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match std::io::Read::read(&mut reader, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if tx.send((is_err, buf[..n].to_vec())).is_err() {
+                            break;
+                        }
                     }
                 }
             }
-        }
-    });
+        });
+    };
+    read(reader, false);
+    if let Some(r) = err_reader {
+        read(r, true);
+    }
+    drop(tx);
+    let mut streams: [Vec<u8>; 2] = Default::default();
     let mut out = Vec::new();
     // Bytes held back from a delta until they complete a UTF-8 character.
     let mut held = Vec::new();
+    let mut timed_out = None;
     loop {
-        let chunk = match announce_after.filter(|_| !announced) {
-            Some(after) => match rx.recv_timeout(after.saturating_sub(since.elapsed())) {
+        // The next moment something is due: the announcement, else the deadline.
+        let due = run
+            .announce_after
+            .filter(|_| !announced)
+            .into_iter()
+            .chain(run.deadline)
+            .min();
+        let (is_err, chunk) = match due {
+            Some(due) => match rx.recv_timeout(due.saturating_sub(since.elapsed())) {
                 Ok(c) => c,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if run.deadline.is_some_and(|d| since.elapsed() >= d) {
+                        timed_out = Some(since.elapsed());
+                        let _ = child.kill();
+                        break;
+                    }
                     announced = true;
                     started(&pid);
                     continue;
@@ -181,7 +249,8 @@ pub(super) fn run_command(
             },
         };
         out.extend_from_slice(&chunk);
-        if stream_all || since.elapsed() >= STREAM_AFTER {
+        streams[usize::from(is_err)].extend_from_slice(&chunk);
+        if run.stream_all || since.elapsed() >= STREAM_AFTER {
             if !announced {
                 announced = true;
                 started(&pid);
@@ -211,6 +280,8 @@ pub(super) fn run_command(
         },
         code,
         announced,
+        timed_out,
+        streams: streams.map(|s| String::from_utf8_lossy(&s).into_owned()),
     }
 }
 

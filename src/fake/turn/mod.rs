@@ -60,8 +60,8 @@ enum Play {
     Script(Script),
     /// `thread/compact/start`: the summary request's script (only its usage shows).
     Compaction(Script),
-    /// `thread/shellCommand`: the user's command, no model.
-    Shell(String),
+    /// `thread/shellCommand`: the user's command (and its `timeoutMs`), no model.
+    Shell(String, Option<u64>),
 }
 
 /// Takes the next scripted turn (or the default one) and advances the shared cursor.
@@ -201,7 +201,13 @@ pub fn start_queued(conn: &Arc<Conn>, id: &Value, thread_id: &str, params: &Valu
 const SHELL_START: Duration = Duration::from_millis(10);
 
 /// `thread/shellCommand`: answered, then the command runs as a turn of its own.
-pub fn start_shell(conn: &Arc<Conn>, id: &Value, thread_id: &str, command: &str) {
+pub fn start_shell(
+    conn: &Arc<Conn>,
+    id: &Value,
+    thread_id: &str,
+    command: &str,
+    timeout_ms: Option<u64>,
+) {
     let (ctl, started) = register(thread_id);
     ctl.queued.store(true, Ordering::SeqCst);
     conn.send(json!({"id": id, "result": {}}));
@@ -210,7 +216,7 @@ pub fn start_shell(conn: &Arc<Conn>, id: &Value, thread_id: &str, command: &str)
         ctl,
         started,
         None,
-        Play::Shell(command.to_string()),
+        Play::Shell(command.to_string(), timeout_ms),
         false,
     );
 }
@@ -287,18 +293,18 @@ fn play(
     goal: bool,
 ) {
     let thread_id = ctl.thread_id.clone();
-    if matches!(script, Play::Shell(_)) {
+    if matches!(script, Play::Shell(..)) {
         // codex starts a user's shell turn on a task of its own: 8–12 ms after the answer
         // (35 ms the first time) on 0.171.0, six commands in a row.
         std::thread::sleep(SHELL_START);
     }
     let (mut parts, compact): (std::collections::VecDeque<Script>, bool) = match &script {
         Play::Script(s) => (s.server_turns().into(), false),
-        Play::Compaction(_) | Play::Shell(_) => (vec![Script::default()].into(), true),
+        Play::Compaction(_) | Play::Shell(..) => (vec![Script::default()].into(), true),
     };
     let rollover = Duration::from_millis(match &script {
         Play::Script(s) => s.rollover_ms.unwrap_or(50),
-        Play::Compaction(_) | Play::Shell(_) => 50,
+        Play::Compaction(_) | Play::Shell(..) => 50,
     });
     for n in 0.. {
         let Some(part) = parts.pop_front() else {
@@ -391,7 +397,7 @@ fn play(
             ctx.user_message(request);
         }
         let outcome = match &script {
-            Play::Shell(command) => ctx.user_shell(command),
+            Play::Shell(command, timeout) => ctx.user_shell(command, *timeout),
             Play::Compaction(summary) => ctx.compaction(summary),
             Play::Script(_) => ctx.run(&part),
         };

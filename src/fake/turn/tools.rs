@@ -588,8 +588,10 @@ impl<'a> Ctx<'a> {
                 scripted,
                 &raw,
                 &cwd,
-                false,
-                sandboxed.then_some(exec::STREAM_AFTER),
+                exec::Run {
+                    announce_after: sandboxed.then_some(exec::STREAM_AFTER),
+                    ..Default::default()
+                },
                 &mut |pid| {
                     if at.is_none() {
                         at = Some(self.started(&started_item(pid)));
@@ -626,7 +628,7 @@ impl<'a> Ctx<'a> {
     /// `thread/shellCommand`'s command, the turn's one item: run in the thread's cwd outside
     /// any sandbox or approval (the user asked for it), its output streamed as it comes, no
     /// process id shown (codex's `userShell` items).
-    pub(super) fn user_shell(&mut self, raw: &str) -> Result<(), End> {
+    pub(super) fn user_shell(&mut self, raw: &str, timeout_ms: Option<u64>) -> Result<(), End> {
         // The user's shell runs in the thread's local environment: a thread with none fails the
         // turn, no item (codex `tasks/user_shell`: "shell is unavailable in this session";
         // fidelity s50500001_0816, both real runs; turn scenario 273).
@@ -642,16 +644,35 @@ impl<'a> Ctx<'a> {
             "exitCode": null, "durationMs": null});
         let at = self.started(&item);
         let (conn, scope) = (self.conn.clone(), self.scope(json!({"itemId": id})));
-        let ran = run_command(None, raw, &cwd, true, None, &mut |_| {}, &mut |delta| {
+        let run = exec::Run {
+            stream_all: true,
+            deadline: timeout_ms.map(std::time::Duration::from_millis),
+            split_streams: true,
+            ..Default::default()
+        };
+        let ran = run_command(None, raw, &cwd, run, &mut |_| {}, &mut |delta| {
             let mut p = scope.clone();
             p["delta"] = json!(delta);
             conn.notify("item/commandExecution/outputDelta", p);
         });
         let mut done = item;
         done["status"] = json!(if ran.code == 0 { "completed" } else { "failed" });
-        done["aggregatedOutput"] = ran.output;
-        done["exitCode"] = json!(ran.code);
         done["durationMs"] = json!(now_ms() - at);
+        match ran.timed_out {
+            // The command's `timeoutMs` ran out: codex reports its sandbox's timeout error as
+            // the output (Rust's debug form), exit code -1 and no duration (turn scenario 283
+            // on every version; fidelity s56560001_0216).
+            Some(after) => {
+                done["status"] = json!("failed");
+                done["aggregatedOutput"] = json!(exec::timeout_error(&ran, after));
+                done["exitCode"] = json!(-1);
+                done["durationMs"] = json!(0);
+            }
+            None => {
+                done["aggregatedOutput"] = ran.output;
+                done["exitCode"] = json!(ran.code);
+            }
+        }
         self.completed(done, at);
         Ok(())
     }
