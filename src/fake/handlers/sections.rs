@@ -191,6 +191,12 @@ impl H<'_> {
     /// The thread is stored first (even when the section then does not exist); answered,
     /// then `thread/section/changed` (even when nothing changed).
     pub(super) fn section_move(&self, id: &Value, p: &Value) -> Result<(), String> {
+        // An anchor needs a section, before anything is looked up or parsed (turn scenario 284
+        // on every version: a thread that does not exist, an anchor that is no id; fidelity
+        // s57570001_0076).
+        if !p["beforeThreadId"].is_null() && p["sectionId"].is_null() {
+            return Err("beforeThreadId requires a non-null sectionId".into());
+        }
         let (thread_id, info) = self.fake.stored(p, "thread", "thread not found: ")?;
         // The anchor's id is parsed before the section is looked up (fidelity s6060001_0133)
         // and before an ephemeral thread is refused (s47470001_0540, turn scenario 261).

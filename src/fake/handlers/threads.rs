@@ -183,11 +183,9 @@ impl H<'_> {
                         t.remove("summary");
                     }
                     // 0.163.0 neither keeps the personality: the thread shows it until its
-                    // next turn's settings drop it (79b: that turn announces it gone).
-                    // ("none" stays: kept sessions s20261203_0299 and 66 on 0.163.0.)
-                    let personal = t
-                        .get("personality")
-                        .is_some_and(|p| !p.is_null() && p != "none");
+                    // next turn's settings drop it (79b: that turn announces it gone; `none`
+                    // too: 285, fidelity s57570001_0067).
+                    let personal = t.get("personality").is_some_and(|p| !p.is_null());
                     if self.fake.turn_facts.personality_not_resumed && personal {
                         t.insert("personalityDropped".into(), json!(true));
                     }
