@@ -30,6 +30,14 @@ static TABLE: LazyLock<HashMap<String, Times>> = LazyLock::new(|| {
 thread_local! {
     /// The request this thread is answering: its id, method and arrival.
     static CURRENT: RefCell<Option<(Value, String, Instant)>> = const { RefCell::new(None) };
+    /// A time of its own for the answer being prepared (see [`answer_after`]).
+    static OWN: RefCell<Option<Duration>> = const { RefCell::new(None) };
+}
+
+/// The answer to the request this thread is handling comes this long after its arrival, not
+/// at the table's time: for a method whose time a rule of its own decides.
+pub fn answer_after(after: Duration) {
+    OWN.with(|o| *o.borrow_mut() = Some(after));
 }
 
 /// A request's handling starts on this thread.
@@ -40,6 +48,7 @@ pub fn begin(id: &Value, method: &str) {
 /// Its handling ended.
 pub fn end() {
     CURRENT.with(|c| *c.borrow_mut() = None);
+    OWN.with(|o| *o.borrow_mut() = None);
 }
 
 /// Before messages go out: when one answers the request this thread is handling, waits until
@@ -51,13 +60,20 @@ pub fn before_reply(msgs: &[Value]) {
         let answer = msgs
             .iter()
             .find(|m| m.get("method").is_none() && m.get("id") == Some(id))?;
-        let (result, error) = TABLE.get(method.as_str()).copied()?;
-        let us = if answer.get("error").is_some() {
-            error
-        } else {
-            result
+        let own = OWN.with(|o| o.borrow_mut().take());
+        let after = match own {
+            Some(after) => after,
+            None => {
+                let (result, error) = TABLE.get(method.as_str()).copied()?;
+                let us = if answer.get("error").is_some() {
+                    error
+                } else {
+                    result
+                };
+                Duration::from_micros(us?)
+            }
         };
-        let due = *at + Duration::from_micros(us?);
+        let due = *at + after;
         // One answer per request.
         *c = None;
         Some(due)
@@ -97,6 +113,24 @@ mod tests {
         let again = Instant::now();
         before_reply(&[json!({"id": 7, "error": {}})]);
         assert!(again.elapsed() < want);
+        end();
+    }
+
+    /// A time of the answer's own wins over the table (even for a method it lacks), for that
+    /// answer only.
+    #[test]
+    fn an_answer_of_its_own_time_waits_that_long_once() {
+        let want = Duration::from_millis(20);
+        begin(&json!(3), "codex-wire/not-a-method");
+        answer_after(want);
+        let at = Instant::now();
+        before_reply(&[json!({"id": 3, "result": {}})]);
+        assert!(at.elapsed() >= want);
+        end();
+        begin(&json!(4), "codex-wire/not-a-method");
+        let at = Instant::now();
+        before_reply(&[json!({"id": 4, "result": {}})]);
+        assert!(at.elapsed() < want);
         end();
     }
 

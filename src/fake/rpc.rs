@@ -68,6 +68,9 @@ pub struct Fake {
     /// A request went through codex's request queues (`handlers::dispatch`): the queue's
     /// gauge is listed from then on.
     pub requests_queued: std::sync::atomic::AtomicBool,
+    /// A `memory/status` was answered: codex's memories database is open (see
+    /// `H::fixed`).
+    pub memories_opened: std::sync::atomic::AtomicBool,
     /// Scripted overload replies given so far, per `scenario.json` `overload` key.
     overload_used: Mutex<HashMap<String, u64>>,
     /// The codex version the fake answers as.
@@ -119,6 +122,7 @@ impl Fake {
             server_requests: Mutex::new(None),
             turns_gauged: std::sync::atomic::AtomicBool::new(false),
             requests_queued: std::sync::atomic::AtomicBool::new(false),
+            memories_opened: std::sync::atomic::AtomicBool::new(false),
             overload_used: Mutex::new(HashMap::new()),
             turn_facts: TurnFacts::of(protocol),
             catalog: super::catalog::Catalog::of(protocol),

@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 /// answer by those rules (`docs/turns.md`, `docs/fake.md`).
 const OWN_TIMING: &[&str] = &[
     "initialize",
+    // The first answer of a process opens its memories database (`H::fixed`).
+    "memory/status",
     "thread/start",
     "thread/resume",
     "thread/fork",

@@ -1831,8 +1831,21 @@ impl H<'_> {
             "userVerification/status" => json!({"credentialId": null,
                 "unavailableReason": "providerUnavailable",
                 "unavailableMessage": "User verification is not available in this build or account."}),
-            "memory/status" => json!({"v2ConsolidatedThreads": 0,
-                "v2Ready": !self.fake.turn_facts.memory_v2_not_ready}),
+            "memory/status" => {
+                // The process's first status opens codex's memories database: 4.8–15.2 ms
+                // (median 6.9) in six recordings over three versions, the later ones 0.4–0.6
+                // (`42_method_rules`, `58_import_history`; fidelity s58580001_0035: a thread's
+                // settings announced meanwhile came first, both real runs).
+                let first = !self
+                    .fake
+                    .memories_opened
+                    .swap(true, std::sync::atomic::Ordering::SeqCst);
+                if first {
+                    crate::fake::latency::answer_after(std::time::Duration::from_micros(6900));
+                }
+                json!({"v2ConsolidatedThreads": 0,
+                       "v2Ready": !self.fake.turn_facts.memory_v2_not_ready})
+            }
             "windowsSandbox/readiness" => json!({"status": "notConfigured"}),
             "thread/prepareApprovedPlan" => json!({"prompt": "Implement the plan."}),
             "mock/experimentalMethod" => json!({"echoed": p["value"]}),
