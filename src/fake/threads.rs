@@ -292,6 +292,16 @@ pub fn has_rollout(info: &Value) -> bool {
     materialized(info) && info["ephemeral"] != true
 }
 
+/// The thread as a read of it shows it: a stored legacy history is read from its rollout,
+/// which keeps no thread source (`220_a_legacy_thread_read_shows_no_source`).
+pub fn as_read(info: &Value) -> Value {
+    let mut read = info.clone();
+    if info["historyMode"] == "legacy" && materialized(info) {
+        read["threadSource"] = Value::Null;
+    }
+    read
+}
+
 /// Whether codex keeps a read state for the thread.
 pub fn has_read_state(info: &Value) -> bool {
     info["ephemeral"] != true && (info["threadSource"].is_null() || info["threadSource"] == "user")

@@ -625,10 +625,9 @@ impl H<'_> {
         // (`220_a_legacy_thread_read_shows_no_source`; a paginated one keeps it: `220b`;
         // fidelity s37370001_0577).
         // Read so, it has the read state of a thread without a source.
-        let mut read_as = info.clone();
-        if info["historyMode"] == "legacy" && crate::fake::threads::materialized(&info) {
+        let read_as = crate::fake::threads::as_read(&info);
+        if read_as["threadSource"] != info["threadSource"] {
             thread["threadSource"] = Value::Null;
-            read_as["threadSource"] = Value::Null;
         }
         self.result(
             id,
@@ -646,7 +645,11 @@ impl H<'_> {
         let (thread_id, info) = self.fake.stored(params, "thread", "thread not loaded: ")?;
         // A thread has a read state once it is stored (its first persisted change); an
         // ephemeral one never is.
-        if !crate::fake::threads::has_rollout(&info) {
+        // Nor has a thread of another source than the user's, as a read shows it (app-server
+        // `read_state::eligible`; fidelity s61610001_0599: a `cli` thread).
+        if !crate::fake::threads::has_rollout(&info)
+            || !crate::fake::threads::has_read_state(&crate::fake::threads::as_read(&info))
+        {
             return Err("thread read state unavailable".into());
         }
         let first = match params["operation"]["type"].as_str() {
