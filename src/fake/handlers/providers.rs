@@ -28,6 +28,36 @@ fn bedrock_name(id: &str) -> &'static str {
     }
 }
 
+/// Whether a Bedrock provider's table sets no AWS field.
+fn aws_empty(provider: &Value) -> bool {
+    provider["aws"].as_object().is_none_or(Map::is_empty)
+}
+
+/// One of codex's cloud providers (`amazon-bedrock`, `amazon-bedrock-runtime`, `gcp`) as a
+/// write answers it and `modelProvider/list` lists it, from its config table (probed on 0.171.0
+/// and 0.169.0); `None` for another id.
+pub(super) fn cloud_provider(id: &str, table: &Value) -> Option<Value> {
+    let field = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    let settings = match id {
+        "amazon-bedrock" | "amazon-bedrock-runtime" => {
+            let aws = &table["aws"];
+            json!({"type": "bedrock", "profile": field(aws, "profile"),
+                   "region": field(aws, "region")})
+        }
+        "gcp" => json!({"type": "gcp", "projectId": field(table, "project_id"),
+                        "location": field(table, "location"),
+                        "credentialFile": field(table, "credential_file")}),
+        _ => return None,
+    };
+    let name = if id == "gcp" {
+        "Google Cloud Vertex AI"
+    } else {
+        bedrock_name(id)
+    };
+    Some(json!({"id": id, "name": name, "canEdit": true, "baseUrl": null,
+                "settings": settings}))
+}
+
 /// A base URL codex accepts: http(s), a host, no credentials, query or fragment.
 fn url_ok(raw: &str) -> bool {
     let Some((scheme, rest)) = raw.split_once("://") else {
@@ -128,16 +158,19 @@ impl H<'_> {
         if !all.is_object() {
             *all = json!({});
         }
+        let had = all[pid]["aws"].is_object();
         let mut aws = all[pid]["aws"].as_object().cloned().unwrap_or_default();
         patch(&mut aws, s, &[("profile", "profile"), ("region", "region")])?;
-        let shown = |f: &str| aws.get(f).cloned().unwrap_or(Value::Null);
-        let answer = json!({"provider": {"id": pid, "name": bedrock_name(pid), "canEdit": true,
-                            "baseUrl": null, "settings": {"type": "bedrock",
-                            "profile": shown("profile"), "region": shown("region")}}});
-        if !all[pid].is_object() {
-            all[pid] = json!({});
+        let mut provider = json!({"aws": aws});
+        let answer = json!({"provider": cloud_provider(pid, &provider)});
+        // A write that sets nothing adds no table; one that clears the last field keeps its
+        // table, empty (probed on 0.171.0: the provider is then listed, with nulls).
+        if had || !aws_empty(&provider) {
+            if !all[pid].is_object() {
+                all[pid] = json!({});
+            }
+            all[pid]["aws"] = provider["aws"].take();
         }
-        all[pid]["aws"] = Value::Object(aws);
         self.write_user_table(&table);
         Ok(answer)
     }
@@ -171,12 +204,12 @@ impl H<'_> {
                  absolute path\nin `model_providers`\n",
             ));
         }
-        let shown = |k: &str| gcp.get(k).cloned().unwrap_or(Value::Null);
-        let answer = json!({"provider": {"id": "gcp", "name": "Google Cloud Vertex AI",
-                            "canEdit": true, "baseUrl": null, "settings": {"type": "gcp",
-                            "projectId": shown("project_id"), "location": shown("location"),
-                            "credentialFile": shown("credential_file")}}});
-        all["gcp"] = Value::Object(gcp);
+        let gcp = Value::Object(gcp);
+        let answer = json!({"provider": cloud_provider("gcp", &gcp)});
+        // As a Bedrock write: a table only once something is set.
+        if all["gcp"].is_object() || gcp.as_object().is_some_and(|t| !t.is_empty()) {
+            all["gcp"] = gcp;
+        }
         self.write_user_table(&table);
         Ok(answer)
     }

@@ -596,9 +596,14 @@ impl H<'_> {
             let mut data = vec![json!({"id": "openai", "name": "OpenAI", "canEdit": false,
                                        "baseUrl": null, "settings": {"type": "openai"}})];
             data.extend(providers.iter().map(|(pid, t)| {
-                json!({"id": pid, "name": name(pid, t), "canEdit": true,
-                       "baseUrl": t.get("base_url").and_then(toml::Value::as_str),
-                       "settings": {"type": "customGateway", "auth": {"mode": "none"}}})
+                // A cloud provider by its own settings (`zz` probe: Bedrock and GCP writes
+                // listed on 0.171.0 and 0.169.0; fidelity s61610001_0019).
+                let as_json = serde_json::to_value(t).unwrap_or_default();
+                super::providers::cloud_provider(pid, &as_json).unwrap_or_else(|| {
+                    json!({"id": pid, "name": name(pid, t), "canEdit": true,
+                           "baseUrl": t.get("base_url").and_then(toml::Value::as_str),
+                           "settings": {"type": "customGateway", "auth": {"mode": "none"}}})
+                })
             }));
             // Listed by id, the built-in among the others (76_model_provider_write).
             data.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
