@@ -54,8 +54,10 @@ pub(super) fn cloud_provider(id: &str, table: &Value) -> Option<Value> {
     } else {
         bedrock_name(id)
     };
-    Some(json!({"id": id, "name": name, "canEdit": true, "baseUrl": null,
-                "settings": settings}))
+    Some(
+        json!({"id": id, "name": name, "canEdit": true, "baseUrl": null,
+                "settings": settings}),
+    )
 }
 
 /// A base URL codex accepts: http(s), a host, no credentials, query or fragment.
