@@ -212,9 +212,21 @@ impl H<'_> {
                 // A new cwd or new roots since the last turn's context write the environment
                 // context again (fidelity s28280001_0673 on 0.171.0: a goal's turn, then a turn
                 // in `./sub`; s28280001_0964: a resume that set the roots, then a turn).
+                // So does a new file-system sandbox: the context names the permission profile's
+                // file system (`<filesystem>`), not its network (turn scenario 288 on every
+                // version: a network-only change writes the permissions' instructions alone;
+                // fidelity s61610001_0899).
+                let file_system = |s: &Value| {
+                    let mut p = s["sandboxPolicy"].clone();
+                    if let Some(t) = p.as_object_mut() {
+                        t.remove("networkAccess");
+                    }
+                    p
+                };
                 let moved = info
                     .get(settings::CONTEXT_PLACE)
-                    .is_some_and(|p| *p != settings::context_place(&next));
+                    .is_some_and(|p| *p != settings::context_place(&next))
+                    || file_system(&settings) != file_system(before_turn);
                 let messages = u64::from(permissions)
                     + 2 * u64::from(switched)
                     + u64::from(instructions)
