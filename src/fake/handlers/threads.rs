@@ -332,7 +332,7 @@ impl H<'_> {
         // `128_legacy_thread_resumed_restores_no_usage`, fidelity s23230001_0217).
         let legacy = info["historyMode"] == "legacy";
         if (with_turns || newly) && !(newly && legacy) {
-            self.report_usage(&thread_id, &info);
+            self.report_usage(&thread_id, &info, !newly);
         }
         // The thread's goal as it stands, whatever its status; none is announced cleared
         // (fidelity s7070001_0475: a goal completed before the restart).
@@ -555,7 +555,7 @@ impl H<'_> {
         std::thread::sleep(FORK_ANSWER);
         self.result(id, self.thread_response(&thread_id, &new, with_turns));
         if with_turns && !attached {
-            self.report_usage(&thread_id, &new);
+            self.report_usage(&thread_id, &new, false);
         }
         if !attached {
             self.notify(

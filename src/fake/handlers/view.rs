@@ -277,11 +277,23 @@ impl H<'_> {
     /// The turn named is the one the latest usage came in (app-server
     /// `restored_token_usage_turn_id`: a later turn that failed before any response reported
     /// none; fidelity s14140001_0287), else the last.
-    pub(super) fn report_usage(&self, thread_id: &str, info: &Value) {
+    /// A running thread rejoined (`running`) names its last turn that completed or failed,
+    /// else its last: codex passes no owner for it and falls back to
+    /// `latest_token_usage_turn_id` (turn scenario 289 on every version, 289b on 0.169.0 and 0.171.0: a later
+    /// turn that failed before any response is named, an interrupted one is not; fidelity
+    /// s61610001_0088).
+    pub(super) fn report_usage(&self, thread_id: &str, info: &Value, running: bool) {
         let turns = info["turns"].as_array();
-        let last_turn = turns
-            .and_then(|t| t.iter().find(|t| t["id"] == info["usageTurnId"]))
-            .or_else(|| turns.and_then(|t| t.last()));
+        let owner = if running {
+            turns.and_then(|t| {
+                t.iter()
+                    .rev()
+                    .find(|t| matches!(t["status"].as_str(), Some("completed" | "failed")))
+            })
+        } else {
+            turns.and_then(|t| t.iter().find(|t| t["id"] == info["usageTurnId"]))
+        };
+        let last_turn = owner.or_else(|| turns.and_then(|t| t.last()));
         if let (Some(last_turn), true) = (last_turn, info["usage"].is_object()) {
             let zeros = turn::breakdown(0, 0, 0, 0);
             let or_zeros = |v: &Value| {
