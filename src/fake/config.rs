@@ -355,6 +355,11 @@ impl Config {
         (ap == Some("untrusted")).then(|| UNTRUSTED_UNSUPPORTED.into())
     }
 
+    /// Whether the configuration sets `key` (a dotted path), whatever its value.
+    pub fn has(&self, key: &str) -> bool {
+        get(&self.table, key).is_some()
+    }
+
     /// A boolean setting (absent: false).
     pub fn bool(&self, key: &str) -> bool {
         get(&self.table, key)

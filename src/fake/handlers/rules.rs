@@ -77,6 +77,13 @@ const REALTIME_ERROR_US: u64 = 1_100;
 /// session started with `includeStartupContext: false` reads nothing: 0.1 ms on a stored thread
 /// (fidelity s33330001_0143, both real runs on 0.163.0).
 const REALTIME_ERROR_STORED_US: u64 = 3_800;
+/// How long codex takes to find that the realtime websocket's host does not resolve, and what it
+/// then says (turn scenario 291: 7.2, 12.4 and 6.6 ms on 0.171.0, 0.169.0 and 0.163.0; 1.5 and
+/// 9 ms in fidelity s62620001_0251's real runs).
+const REALTIME_CONNECT_FAILED: std::time::Duration = std::time::Duration::from_millis(7);
+const REALTIME_UNRESOLVED: &str = "stream disconnected before completion: failed to connect \
+                                   realtime websocket: IO error: failed to lookup address \
+                                   information: Name does not resolve";
 const REALTIME_NO_CONTEXT_STORED_US: u64 = 100;
 
 /// How long codex takes to fail a Windows sandbox setup off Windows (see
@@ -439,8 +446,25 @@ impl H<'_> {
                 "realtime voice `{voice}` is not supported for {version}; supported voices: {}",
                 supported.join(", ")
             )
+        } else if existing_call && version == "v2" {
+            // Answered, then refused at once (turn scenario 291 on every version).
+            "AVAS realtime calls require realtime v1 or v3".to_string()
         } else if existing_call {
-            return self.not_modeled("thread/realtime/start");
+            // No login is asked: codex joins the call over its realtime websocket, whose host
+            // does not resolve without a network (turn scenario 291 on every version: the
+            // failure 6.6–12.4 ms after the result; fidelity s62620001_0251). A websocket
+            // base URL of the configuration's is not modeled.
+            if self.fake.config().has("experimental_realtime_ws_base_url") {
+                return self.not_modeled("thread/realtime/start");
+            }
+            self.result(id, json!({}));
+            let error = json!({"threadId": thread_id, "message": REALTIME_UNRESOLVED});
+            let conn = std::sync::Arc::clone(self.c);
+            std::thread::spawn(move || {
+                std::thread::sleep(REALTIME_CONNECT_FAILED);
+                conn.notify("thread/realtime/error", error);
+            });
+            return Ok(());
         } else {
             if self.has_api_key() {
                 return self.not_modeled("thread/realtime/start");

@@ -412,9 +412,9 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The response a cancelled approval ends: its usage is counted, but the turn is aborted
-    /// before a version that reports the diff after each response reports it (0.169.0, seed
-    /// 20261202 session 18).
+    /// The response an aborted turn ends (a cancelled approval, an interrupt while a tool call
+    /// waits): its usage is counted, but the turn is aborted before a version that reports the
+    /// diff after each response reports it (0.169.0, seed 20261202 session 18).
     pub(super) fn end_cancelled_response(&mut self) {
         self.diff_stopped = true;
         self.end_response();

@@ -722,7 +722,9 @@ impl<'a> Ctx<'a> {
     /// The turn interrupted once its response is complete (its usage reported): while a tool
     /// call waits (the tool never runs), or as the turn's last response finishes.
     pub(super) fn interrupted_after_response(&mut self) -> Result<(), End> {
-        self.end_response();
+        // Aborted, the turn reports no diff after the response, as a cancelled approval's
+        // (0.169.0, fidelity s62620001_0208: an approval left unanswered, then an interrupt).
+        self.end_cancelled_response();
         // As any interrupt: a turn with an answer asks for attention (see `check`).
         if self.says_something() {
             self.read_state();
