@@ -99,15 +99,18 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 );
             }
         }
-        let fake = harness::run(
-            case,
-            &Server::Fake {
-                bin: &bin,
-                version: Some(&version),
-            },
-            &work.join(&case.name).join("fake"),
-        )
-        .map_err(|e| format!("{}: fake run: {e}", case.name))?;
+        let fake_run = || {
+            harness::run(
+                case,
+                &Server::Fake {
+                    bin: &bin,
+                    version: Some(&version),
+                },
+                &work.join(&case.name).join("fake"),
+            )
+            .map_err(|e| format!("{}: fake run: {e}", case.name))
+        };
+        let fake = fake_run()?;
         Ok(match compare(&real, &fake) {
             Ok(()) => (said + &format!("  {:<40} identical", case.name), false),
             // A difference is excused only by the real server itself (fidelity's strict
@@ -135,15 +138,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                     // server's wait is work that stretches with the same load: the fake runs
                     // once more, and must then equal a real run.
                     Err(_) => {
-                        let fake2 = harness::run(
-                            case,
-                            &Server::Fake {
-                                bin: &bin,
-                                version: Some(&version),
-                            },
-                            &work.join(&case.name).join("fake"),
-                        )
-                        .map_err(|e| format!("{}: fake run: {e}", case.name))?;
+                        let fake2 = fake_run()?;
                         // (`again` is the real run's transcript path, rewritten.)
                         if compare(&again, &fake2).is_ok()
                             || (recorded.exists() && compare(&recorded, &fake2).is_ok())
