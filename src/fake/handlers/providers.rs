@@ -1,9 +1,11 @@
+//! `modelProvider/list` and `account/gatewayOAuth/read` from the configuration;
 //! `modelProvider/config/write` for custom gateways: codex's checks in its order, a new
 //! provider's id made from its name, a patch of an existing one, written to the user layer as
 //! codex writes it (probed on 0.171.0; 76_model_provider_write); a Bedrock provider's AWS
 //! profile and region; the GCP provider's project, location and credential file.
 
 use super::H;
+use crate::fake::defaults;
 use crate::fake::user_config::{self as uc, WriteError};
 use serde_json::{json, Map, Value};
 
@@ -137,6 +139,66 @@ fn patch(
 }
 
 impl H<'_> {
+    /// The model providers as codex lists them (`modelProvider/list`: the built-in `openai`,
+    /// then the configured ones; `account/gatewayOAuth/read`: the configured one), for
+    /// providers that need no authentication (one with an `env_key`, a bearer token, headers
+    /// or an OpenAI login is not modeled).
+    pub(super) fn providers(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
+        let config = &self.fake.config();
+        // Another provider than the configured one is not modeled.
+        if p["modelProvider"]
+            .as_str()
+            .is_some_and(|m| m != config.provider)
+        {
+            return self.not_modeled(method);
+        }
+        let providers = config.custom_providers();
+        const AUTH: [&str; 5] = [
+            "env_key",
+            "experimental_bearer_token",
+            "requires_openai_auth",
+            "http_headers",
+            "auth",
+        ];
+        if providers
+            .iter()
+            .any(|(_, t)| AUTH.iter().any(|k| t.contains_key(*k)))
+        {
+            return self.not_modeled(method);
+        }
+        let name = |id: &str, t: &toml::Table| {
+            t.get("name")
+                .and_then(toml::Value::as_str)
+                .unwrap_or(id)
+                .to_string()
+        };
+        let v = if method == "modelProvider/list" {
+            let mut data = vec![json!({"id": "openai", "name": "OpenAI", "canEdit": false,
+                                       "baseUrl": null, "settings": {"type": "openai"}})];
+            data.extend(providers.iter().map(|(pid, t)| {
+                // A cloud provider by its own settings (`zz` probe: Bedrock and GCP writes
+                // listed on 0.171.0 and 0.169.0; fidelity s61610001_0019).
+                let as_json = serde_json::to_value(t).unwrap_or_default();
+                cloud_provider(pid, &as_json).unwrap_or_else(|| {
+                    json!({"id": pid, "name": name(pid, t), "canEdit": true,
+                           "baseUrl": t.get("base_url").and_then(toml::Value::as_str),
+                           "settings": {"type": "customGateway", "auth": {"mode": "none"}}})
+                })
+            }));
+            // Listed by id, the built-in among the others (76_model_provider_write).
+            data.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+            json!({"data": data, "defaultProviderId": config.provider, "canChangeDefault": false})
+        } else {
+            let Some((pid, t)) = providers.iter().find(|(p, _)| *p == config.provider) else {
+                return self.not_modeled(method);
+            };
+            json!({"providerId": pid, "providerName": name(pid, t), "required": false,
+                   "supportsDeviceAuth": false, "status": null, "error": null})
+        };
+        self.result(id, defaults::shaped(self.fake.protocol, method, v));
+        Ok(())
+    }
+
     pub(super) fn provider_write(&self, id: &Value, p: &Value) -> Result<(), String> {
         let s = &p["settings"];
         let written = match s["type"].as_str() {

@@ -583,66 +583,6 @@ impl H<'_> {
         self.thread_settings_update(id, p)
     }
 
-    /// The model providers as codex lists them (`modelProvider/list`: the built-in `openai`,
-    /// then the configured ones; `account/gatewayOAuth/read`: the configured one), for
-    /// providers that need no authentication (one with an `env_key`, a bearer token, headers
-    /// or an OpenAI login is not modeled).
-    pub(super) fn providers(&self, id: &Value, method: &str, p: &Value) -> Result<(), String> {
-        let config = &self.fake.config();
-        // Another provider than the configured one is not modeled.
-        if p["modelProvider"]
-            .as_str()
-            .is_some_and(|m| m != config.provider)
-        {
-            return self.not_modeled(method);
-        }
-        let providers = config.custom_providers();
-        const AUTH: [&str; 5] = [
-            "env_key",
-            "experimental_bearer_token",
-            "requires_openai_auth",
-            "http_headers",
-            "auth",
-        ];
-        if providers
-            .iter()
-            .any(|(_, t)| AUTH.iter().any(|k| t.contains_key(*k)))
-        {
-            return self.not_modeled(method);
-        }
-        let name = |id: &str, t: &toml::Table| {
-            t.get("name")
-                .and_then(toml::Value::as_str)
-                .unwrap_or(id)
-                .to_string()
-        };
-        let v = if method == "modelProvider/list" {
-            let mut data = vec![json!({"id": "openai", "name": "OpenAI", "canEdit": false,
-                                       "baseUrl": null, "settings": {"type": "openai"}})];
-            data.extend(providers.iter().map(|(pid, t)| {
-                // A cloud provider by its own settings (`zz` probe: Bedrock and GCP writes
-                // listed on 0.171.0 and 0.169.0; fidelity s61610001_0019).
-                let as_json = serde_json::to_value(t).unwrap_or_default();
-                super::providers::cloud_provider(pid, &as_json).unwrap_or_else(|| {
-                    json!({"id": pid, "name": name(pid, t), "canEdit": true,
-                           "baseUrl": t.get("base_url").and_then(toml::Value::as_str),
-                           "settings": {"type": "customGateway", "auth": {"mode": "none"}}})
-                })
-            }));
-            // Listed by id, the built-in among the others (76_model_provider_write).
-            data.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
-            json!({"data": data, "defaultProviderId": config.provider, "canChangeDefault": false})
-        } else {
-            let Some((pid, t)) = providers.iter().find(|(p, _)| *p == config.provider) else {
-                return self.not_modeled(method);
-            };
-            json!({"providerId": pid, "providerName": name(pid, t), "required": false,
-                   "supportsDeviceAuth": false, "status": null, "error": null})
-        };
-        self.result(id, defaults::shaped(self.fake.protocol, method, v));
-        Ok(())
-    }
-
     /// The remote plugin catalog needs a ChatGPT login, which no login here is.
     pub(super) fn plugin_share(&self, method: &str) -> Result<(), String> {
         let what = match method {
