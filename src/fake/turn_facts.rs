@@ -109,6 +109,10 @@ pub struct TurnFacts {
     /// followed only by the response's end left it whole in 4 of 5 probes). Later versions
     /// read on.
     pub steer_ends_response_at_message: bool,
+    /// `config/mcpServer/reload` answers before the running servers are announced `ready`
+    /// again (0.168.0: the answer 73 ms after the request, the announcement 12 ms later, 3 of
+    /// 3 quiet runs of turn scenario `266`; later versions announce first).
+    pub mcp_reload_answers_first: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -180,8 +180,13 @@ impl H<'_> {
     pub(super) fn mcp_reload(&self, id: &Value) -> Result<(), String> {
         match self.running_mcp_servers() {
             Some(running) => {
-                self.announce_ready(running);
-                self.result(id, json!({}));
+                if self.fake.turn_facts.mcp_reload_answers_first {
+                    self.result(id, json!({}));
+                    self.announce_ready(running);
+                } else {
+                    self.announce_ready(running);
+                    self.result(id, json!({}));
+                }
                 Ok(())
             }
             None => self.not_modeled("config/mcpServer/reload"),
