@@ -36,9 +36,9 @@ fn aws_empty(provider: &Value) -> bool {
 }
 
 /// One of codex's cloud providers (`amazon-bedrock`, `amazon-bedrock-runtime`, `gcp`) as a
-/// write answers it and `modelProvider/list` lists it, from its config table (probed on 0.171.0
-/// and 0.169.0); `None` for another id.
-pub(super) fn cloud_provider(id: &str, table: &Value) -> Option<Value> {
+/// write answers it and `modelProvider/list` lists it, from its config table (turn scenario
+/// 287 on 0.171.0 and 0.169.0); `None` for another id.
+fn cloud_provider(id: &str, table: &Value) -> Option<Value> {
     let field = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::Null);
     let settings = match id {
         "amazon-bedrock" | "amazon-bedrock-runtime" => {
@@ -176,8 +176,8 @@ impl H<'_> {
             let mut data = vec![json!({"id": "openai", "name": "OpenAI", "canEdit": false,
                                        "baseUrl": null, "settings": {"type": "openai"}})];
             data.extend(providers.iter().map(|(pid, t)| {
-                // A cloud provider by its own settings (`zz` probe: Bedrock and GCP writes
-                // listed on 0.171.0 and 0.169.0; fidelity s61610001_0019).
+                // A cloud provider by its own settings (turn scenario 287 on 0.171.0 and
+                // 0.169.0; fidelity s61610001_0019).
                 let as_json = serde_json::to_value(t).unwrap_or_default();
                 cloud_provider(pid, &as_json).unwrap_or_else(|| {
                     json!({"id": pid, "name": name(pid, t), "canEdit": true,
