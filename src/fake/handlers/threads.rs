@@ -437,6 +437,11 @@ impl H<'_> {
         if !crate::fake::threads::has_rollout(&info) {
             return Err(format!("no rollout found for thread id {source}"));
         }
+        // An attached fork pages its source's history: a legacy one has none to page (fidelity
+        // s63630001_0176; `292_attached_fork_of_legacy`).
+        if params["attachToSource"] == true && info["historyMode"] == "legacy" {
+            return Err("attachToSource requires a paginated parent".into());
+        }
         // A deferred goal continuation needs a stored fork (fidelity s27270001_0255; turn
         // scenario 145 on every version).
         if params["deferGoalContinuation"] == true && params["ephemeral"] == true {
