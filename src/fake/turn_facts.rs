@@ -113,6 +113,12 @@ pub struct TurnFacts {
     /// again (0.168.0: the answer 73 ms after the request, the announcement 12 ms later, 3 of
     /// 3 quiet runs of turn scenario `266`; later versions announce first).
     pub mcp_reload_answers_first: bool,
+    /// `thread/resume` of a thread loaded here whose last turn was interrupted shows that
+    /// turn as codex's live history builder holds it: its messages and reasoning numbered
+    /// `item-N` from the last turn that completed or failed (an interrupt does not reset the
+    /// builder); a tool call keeps its id (turn scenario `293`; later versions show the
+    /// stored ids).
+    pub resume_renumbers_interrupted_turn: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -321,6 +321,9 @@ impl H<'_> {
             }
         }
         let mut result = self.resume_response(&thread_id, &info, with_turns);
+        if !newly && self.fake.turn_facts.resume_renumbers_interrupted_turn {
+            renumber_interrupted_turn(&mut result["thread"]["turns"], &info);
+        }
         if params["initialTurnsPage"].is_object() {
             result["initialTurnsPage"] =
                 self.turns_page(&thread_id, &info, &params["initialTurnsPage"]);
@@ -1762,5 +1765,47 @@ pub(super) fn rfc3339(s: &str) -> bool {
         [b'Z' | b'z'] => true,
         [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit()),
         _ => false,
+    }
+}
+
+/// 0.163.0 rejoins a loaded thread with its last turn, when interrupted, as its live history
+/// builder holds it: the builder numbers messages and reasoning `item-N` over every turn since
+/// the last one that completed or failed (an interrupt does not reset it), a tool call keeps
+/// its call id, a legacy history's too (turn scenario `293`: item-2 after an interrupted turn
+/// of one item; `293b`, a legacy history, shows its command).
+fn renumber_interrupted_turn(turns: &mut Value, info: &Value) {
+    let Some(turns) = turns.as_array_mut() else {
+        return;
+    };
+    if turns.last().is_none_or(|t| t["status"] != "interrupted") {
+        return;
+    }
+    let stored = info["turns"].as_array().and_then(|t| t.last());
+    if let (true, Some(stored)) = (info["historyMode"] == "legacy", stored) {
+        if let Some(last) = turns.last_mut() {
+            last["items"] = stored["items"].clone();
+        }
+    }
+    let numbered = |i: &Value| {
+        matches!(
+            i["type"].as_str(),
+            Some("userMessage" | "agentMessage" | "reasoning")
+        )
+    };
+    let since = turns
+        .iter()
+        .rposition(|t| t["status"] == "completed" || t["status"] == "failed")
+        .map_or(0, |i| i + 1);
+    let last = turns.len() - 1;
+    let mut n = turns[since..last]
+        .iter()
+        .flat_map(|t| t["items"].as_array().into_iter().flatten())
+        .filter(|i| numbered(i))
+        .count();
+    for item in turns[last]["items"].as_array_mut().into_iter().flatten() {
+        if numbered(item) {
+            n += 1;
+            item["id"] = json!(format!("item-{n}"));
+        }
     }
 }

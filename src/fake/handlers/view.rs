@@ -279,12 +279,15 @@ impl H<'_> {
     /// none; fidelity s14140001_0287), else the last.
     /// A running thread rejoined (`running`) names its last turn that completed or failed,
     /// else its last: codex passes no owner for it and falls back to
-    /// `latest_token_usage_turn_id` (turn scenario 289 on every version, 289b on 0.169.0 and 0.171.0: a later
-    /// turn that failed before any response is named, an interrupted one is not; fidelity
-    /// s61610001_0088).
+    /// `latest_token_usage_turn_id` (turn scenario 289 on every version, 289b on 0.169.0 and
+    /// 0.171.0: a later turn that failed before any response is named, an interrupted one is
+    /// not; fidelity s61610001_0088); a legacy history's rebuilt turns name the usage's turn
+    /// (`293b`).
     pub(super) fn report_usage(&self, thread_id: &str, info: &Value, running: bool) {
         let turns = info["turns"].as_array();
-        let owner = if running {
+        // A legacy history names the turn its usage came in, rejoined or not (turn scenario
+        // `293b` on every version).
+        let owner = if running && info["historyMode"] != "legacy" {
             turns.and_then(|t| {
                 t.iter()
                     .rev()
