@@ -226,17 +226,28 @@ impl Facts {
                     .find(|e| e.given.keys().any(|k| given.contains_key(k)))
             });
         match probe {
-            Some(p) => {
-                let mut t = p.back.as_object().cloned().unwrap_or_default();
-                for k in p.given.keys().filter(|k| !given.contains_key(*k)) {
-                    t.insert(k.clone(), Value::Null);
-                }
-                t.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
-                Value::Object(t)
-            }
+            Some(p) => filled(&p.back, &p.given, given),
             None => entry.clone(),
         }
     }
+}
+
+/// An entry as codex read back its probe (`back`, written as `probe`): the probe's keys the
+/// entry lacks null, the entry's own over the rest; a sub-table both wrote, as its probe's was
+/// (a provider's `aws`: 287's `config/read`).
+fn filled(back: &Value, probe: &Map<String, Value>, given: &Map<String, Value>) -> Value {
+    let mut t = back.as_object().cloned().unwrap_or_default();
+    for k in probe.keys().filter(|k| !given.contains_key(*k)) {
+        t.insert(k.clone(), Value::Null);
+    }
+    for (k, v) in given {
+        let value = match (&back[k], probe.get(k), v) {
+            (Value::Object(_), Some(Value::Object(p)), Value::Object(g)) => filled(&back[k], p, g),
+            _ => v.clone(),
+        };
+        t.insert(k.clone(), value);
+    }
+    Value::Object(t)
 }
 
 /// The JSON kind a value is judged by (the names `xtask/src/config_facts.rs` probes).
@@ -898,6 +909,19 @@ mod tests {
         assert_eq!(c["model_providers"]["s"]["wire_api"], "responses");
         assert_eq!(c["model_providers"]["s"]["stream_max_retries"], Value::Null);
         assert_eq!(c["mcp_servers"]["u"]["enabled"], true);
+        // A cloud provider's own settings: codex's struct around them, a sub-table filled as
+        // its probe's was and the probe's keys the entry lacks null (287b).
+        let t = json!({"model_providers": {"amazon-bedrock": {"aws": {"region": "r"}},
+                                           "gcp": {"location": "l"}}});
+        let c = f.effective(t.as_object().unwrap(), &Map::new()).unwrap();
+        let aws = &c["model_providers"]["amazon-bedrock"]["aws"];
+        assert_eq!(aws["region"], "r");
+        assert_eq!(aws["profile"], Value::Null);
+        assert_eq!(aws["credential_export"], Value::Null);
+        assert_eq!(c["model_providers"]["amazon-bedrock"]["name"], "");
+        assert_eq!(c["model_providers"]["gcp"]["location"], "l");
+        assert_eq!(c["model_providers"]["gcp"]["project_id"], Value::Null);
+        assert_eq!(c["model_providers"]["gcp"]["wire_api"], "responses");
         assert!(c["mcp_servers"]["u"].get("args").is_none());
         let t = json!({"model_provider": "nope"});
         assert_eq!(

@@ -27,15 +27,36 @@ pub fn sentinels() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// An entry of each shape, by the table it goes in.
-const ENTRY_PROBES: &[(&str, &str)] = &[
+/// An entry of each shape, by the table it goes in and the name it is written under.
+const ENTRY_PROBES: &[(&str, &str, &str)] = &[
     (
         "model_providers",
+        PROBE_NAME,
         r#"{"name": "p", "base_url": "http://127.0.0.1:9/v1"}"#,
     ),
-    ("mcp_servers", r#"{"command": "p"}"#),
-    ("mcp_servers", r#"{"url": "http://127.0.0.1:9/mcp"}"#),
+    // The cloud providers' own settings, under the ids codex takes them for (another id is
+    // refused an `aws` table or an empty name): `config/read` fills codex's provider struct
+    // around them.
+    (
+        "model_providers",
+        "amazon-bedrock",
+        r#"{"aws": {"profile": "p", "region": "us-east-1"}}"#,
+    ),
+    (
+        "model_providers",
+        "gcp",
+        r#"{"project_id": "p", "location": "us-central1", "credential_file": "/tmp/p.json"}"#,
+    ),
+    ("mcp_servers", PROBE_NAME, r#"{"command": "p"}"#),
+    (
+        "mcp_servers",
+        PROBE_NAME,
+        r#"{"url": "http://127.0.0.1:9/mcp"}"#,
+    ),
 ];
+
+/// The name a probed entry is written under where any name does.
+const PROBE_NAME: &str = "codex_wire_probe";
 
 struct Asker {
     srv: Server,
@@ -117,9 +138,9 @@ fn run(codex: &Path, out: &mut Map<String, Value>) -> Result<(), String> {
     // Tables of named entries codex types (a provider, an MCP server): an entry read back
     // with codex's defaults filled in, per shape an entry can take.
     let mut entries = Vec::new();
-    for (key, given) in ENTRY_PROBES {
+    for (key, name, given) in ENTRY_PROBES {
         let given: Value = serde_json::from_str(given).map_err(|e| e.to_string())?;
-        let path = format!("{key}.codex_wire_probe");
+        let path = format!("{key}.{name}");
         let back = match a.write(&path, &given) {
             Err(message) => json!({ "error": message }),
             Ok(_) => {
@@ -127,7 +148,7 @@ fn run(codex: &Path, out: &mut Map<String, Value>) -> Result<(), String> {
                 a.write(&path, &Value::Null)
                     .map_err(|e| format!("clearing {path}: {e}"))?;
                 match back {
-                    Ok(back) => back["config"][*key]["codex_wire_probe"].clone(),
+                    Ok(back) => back["config"][*key][*name].clone(),
                     Err(message) => json!({ "read_error": message }),
                 }
             }
