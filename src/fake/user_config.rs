@@ -50,7 +50,21 @@ pub struct Facts {
     /// Entries of tables codex types (a provider, an MCP server), each probed shape read back.
     #[serde(default)]
     entries: Vec<EntryFact>,
+    /// Provider entries written under an id, each with codex's refusal (or none).
+    #[serde(default)]
+    providers: Vec<ProviderFact>,
 }
+
+/// One probed provider entry (`xtask/src/config_facts.rs`, `PROVIDER_PROBES`).
+#[derive(Debug, serde::Deserialize)]
+struct ProviderFact {
+    id: String,
+    given: Map<String, Value>,
+    error: Option<String>,
+}
+
+/// The id provider probes are written under where any id does.
+const PROBE_ID: &str = "codex_wire_probe";
 
 /// One probed entry: the table it went in, what was written and what a read showed.
 #[derive(Debug, serde::Deserialize)]
@@ -103,6 +117,8 @@ impl Facts {
                         let m = self.feature_not_boolean.as_deref()?;
                         Some(substitute(m, &json!("x"), v))
                     })
+            } else if key == "model_providers" && value.is_object() {
+                value.as_object().and_then(|p| self.provider_refusal(p))
             } else {
                 self.fact(key, value)
                     .and_then(|f| f.get("error")?.as_str())
@@ -205,6 +221,82 @@ impl Facts {
 }
 
 impl Facts {
+    /// codex's `validate_model_providers` (config_toml.rs), each check's message and the ids
+    /// it spares as the version's probes showed them: a reserved id is refused first (all of
+    /// them named, sorted); then by entry, a Bedrock id may change only the fields its
+    /// message lists, any other id is refused an `aws` table, then an empty name (but an id
+    /// the version takes unnamed: `gcp` on 0.169.0 and later). Turn scenario `294`.
+    fn provider_refusal(&self, providers: &Map<String, Value>) -> Option<String> {
+        let probe = |id: &str, key: &str| {
+            self.providers
+                .iter()
+                .find(|f| f.id == id && f.given.contains_key(key))
+        };
+        let refused = |id: &str, key: &str| probe(id, key).and_then(|f| f.error.as_deref());
+        let mut reserved: Vec<&str> = providers
+            .keys()
+            .map(String::as_str)
+            .filter(|id| {
+                refused(id, "name").is_some_and(|m| m.contains(&format!("`{id}`")))
+                    && probe(id, "base_url").is_none()
+            })
+            .collect();
+        if let Some(first) = reserved.first().copied() {
+            reserved.sort_unstable();
+            let names: Vec<String> = reserved.iter().map(|id| format!("`{id}`")).collect();
+            let m = refused(first, "name")?;
+            return Some(m.replacen(&format!("`{first}`"), &names.join(", "), 1));
+        }
+        let named = |m: &str, id: &str| {
+            m.replacen(
+                &format!("model_providers.{PROBE_ID}"),
+                &format!("model_providers.{id}"),
+                1,
+            )
+        };
+        for (id, entry) in providers {
+            let Some(entry) = entry.as_object() else {
+                continue;
+            };
+            // A Bedrock id: its probe with a name was refused by the fields it may change.
+            if let (Some(_), Some(m)) = (probe(id, "base_url"), refused(id, "name")) {
+                // The struct's defaults, as the Bedrock probe read back: codex compares the
+                // fields it knows, an unknown one never reaches it.
+                let defaults = self
+                    .entries
+                    .iter()
+                    .find(|e| e.key == "model_providers" && e.given.contains_key("aws"))
+                    .map(|e| &e.back);
+                if !bedrock_fields_allowed(m, entry, defaults.unwrap_or(&Value::Null)) {
+                    return Some(m.to_string());
+                }
+                continue;
+            }
+            if probe(id, "base_url").is_some() {
+                continue;
+            }
+            if entry.contains_key("aws") {
+                if let Some(m) = refused(PROBE_ID, "aws") {
+                    return Some(named(m, id));
+                }
+            }
+            let unnamed = entry
+                .get("name")
+                .and_then(Value::as_str)
+                .is_none_or(|n| n.trim().is_empty());
+            let spared = self
+                .providers
+                .iter()
+                .any(|f| f.id == *id && !f.given.contains_key("name") && f.error.is_none());
+            if unnamed && !spared {
+                if let Some(m) = refused(PROBE_ID, "base_url") {
+                    return Some(named(m, id));
+                }
+            }
+        }
+        None
+    }
+
     /// An entry of a typed table read back: the probed entry whose shape (written keys) it
     /// has, with its own values over the probe's.
     fn entry(&self, key: &str, entry: &Value) -> Value {
@@ -233,21 +325,59 @@ impl Facts {
 }
 
 /// An entry as codex read back its probe (`back`, written as `probe`): the probe's keys the
-/// entry lacks null, the entry's own over the rest; a sub-table both wrote, as its probe's was
-/// (a provider's `aws`: 287's `config/read`).
+/// entry lacks null, the entry's own over the rest; a sub-table both wrote, as its probe's was,
+/// without a key the struct does not know (a provider's `aws`: `287b`, `294`).
 fn filled(back: &Value, probe: &Map<String, Value>, given: &Map<String, Value>) -> Value {
+    filled_at(back, probe, given, false)
+}
+
+fn filled_at(
+    back: &Value,
+    probe: &Map<String, Value>,
+    given: &Map<String, Value>,
+    sub: bool,
+) -> Value {
     let mut t = back.as_object().cloned().unwrap_or_default();
     for k in probe.keys().filter(|k| !given.contains_key(*k)) {
         t.insert(k.clone(), Value::Null);
     }
     for (k, v) in given {
+        if sub && !t.contains_key(k) {
+            continue;
+        }
         let value = match (&back[k], probe.get(k), v) {
-            (Value::Object(_), Some(Value::Object(p)), Value::Object(g)) => filled(&back[k], p, g),
+            (Value::Object(_), Some(Value::Object(p)), Value::Object(g)) => {
+                filled_at(&back[k], p, g, true)
+            }
             _ => v.clone(),
         };
         t.insert(k.clone(), value);
     }
     Value::Object(t)
+}
+
+/// Whether a Bedrock entry changes only the fields codex's refusal lists (`base_url`,
+/// `aws.profile`, …: each in backticks after "only supports changing"): any other field codex
+/// knows (one of `defaults`, the struct as read back) must keep its default; a key it does not
+/// know is dropped before the check (turn scenario `294`: `aws.bogus` is written).
+fn bedrock_fields_allowed(message: &str, entry: &Map<String, Value>, defaults: &Value) -> bool {
+    let Some((_, list)) = message.split_once("only supports changing") else {
+        return true;
+    };
+    let list = list.split(';').next().unwrap_or_default();
+    let allowed: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
+    let kept = |path: &str, v: &Value, default: Option<&Value>| {
+        allowed.contains(&path) || default.is_none_or(|d| d == v)
+    };
+    entry.iter().all(|(k, v)| {
+        let default = defaults.get(k);
+        match (v.as_object(), default.and_then(Value::as_object)) {
+            (Some(sub), Some(d)) if !allowed.contains(&k.as_str()) => sub
+                .iter()
+                .all(|(s, sv)| kept(&format!("{k}.{s}"), sv, d.get(s).map(|_| &Value::Null))),
+            _ => kept(k, v, default),
+        }
+    })
 }
 
 /// The JSON kind a value is judged by (the names `xtask/src/config_facts.rs` probes).
@@ -782,6 +912,42 @@ mod tests {
 
     fn facts() -> Facts {
         Facts::of(codex_wire_protocol::newest())
+    }
+
+    #[test]
+    fn provider_entries_are_checked_by_the_probed_rules() {
+        let f = facts();
+        let refusal = |t: Value| {
+            f.check(t.as_object().unwrap())
+                .err()
+                .map(|e| e.message.to_string())
+        };
+        let m = refusal(json!({"model_providers": {"c": {"base_url": "http://x"}}})).unwrap();
+        assert!(
+            m.contains("model_providers.c: provider name must not be empty"),
+            "{m}"
+        );
+        let m = refusal(json!({"model_providers": {"c": {"name": "c", "aws": {}}}})).unwrap();
+        assert!(
+            m.contains("model_providers.c: provider aws is only supported"),
+            "{m}"
+        );
+        let m = refusal(json!({"model_providers": {"openai": {"name": "o"},
+                                                   "lmstudio": {"name": "l"}}}))
+        .unwrap();
+        assert!(m.contains("IDs: `lmstudio`, `openai`."), "{m}");
+        let m = refusal(json!({"model_providers": {"amazon-bedrock": {"wire_api": "chat"}}}));
+        assert!(m.unwrap().contains("amazon-bedrock only supports changing"));
+        // Spared: a named provider, Bedrock's listed fields and its unknown keys, an unnamed
+        // `gcp` (0.169.0 and later).
+        for ok in [
+            json!({"c": {"name": "c", "base_url": "http://x"}}),
+            json!({"amazon-bedrock": {"base_url": "http://x", "aws": {"region": "r", "x": 1}}}),
+            json!({"amazon-bedrock": {"wire_api": "responses"}}),
+            json!({"gcp": {"project_id": "p"}}),
+        ] {
+            assert_eq!(refusal(json!({"model_providers": ok})), None);
+        }
     }
 
     #[test]

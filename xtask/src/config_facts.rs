@@ -55,6 +55,29 @@ const ENTRY_PROBES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Provider entries codex's `validate_model_providers` may refuse, by the id each is written
+/// under: what the fake's rule (src/fake/user_config.rs, `provider_refusal`) needs to know of
+/// the version — the message of each check, which ids are reserved, which take no name, and
+/// which Bedrock fields may change (its message lists them).
+const PROVIDER_PROBES: &[(&str, &str)] = &[
+    (PROBE_NAME, r#"{"base_url": "http://127.0.0.1:9/v1"}"#),
+    (
+        PROBE_NAME,
+        r#"{"name": "p", "aws": {"region": "us-east-1"}}"#,
+    ),
+    ("openai", r#"{"name": "p"}"#),
+    ("ollama", r#"{"name": "p"}"#),
+    ("lmstudio", r#"{"name": "p"}"#),
+    ("amazon-bedrock", r#"{"name": "p"}"#),
+    ("amazon-bedrock-runtime", r#"{"name": "p"}"#),
+    ("amazon-bedrock", r#"{"base_url": "http://127.0.0.1:9/v1"}"#),
+    (
+        "amazon-bedrock-runtime",
+        r#"{"base_url": "http://127.0.0.1:9/v1"}"#,
+    ),
+    ("gcp", r#"{"project_id": "p"}"#),
+];
+
 /// The name a probed entry is written under where any name does.
 const PROBE_NAME: &str = "codex_wire_probe";
 
@@ -156,6 +179,21 @@ fn run(codex: &Path, out: &mut Map<String, Value>) -> Result<(), String> {
         entries.push(json!({"key": key, "given": given, "back": back}));
     }
     out.insert("entries".into(), Value::Array(entries));
+    let mut providers = Vec::new();
+    for (id, given) in PROVIDER_PROBES {
+        let given: Value = serde_json::from_str(given).map_err(|e| e.to_string())?;
+        let path = format!("model_providers.{id}");
+        let error = match a.write(&path, &given) {
+            Err(message) => Value::from(message),
+            Ok(_) => {
+                a.write(&path, &Value::Null)
+                    .map_err(|e| format!("clearing {path}: {e}"))?;
+                Value::Null
+            }
+        };
+        providers.push(json!({"id": id, "given": given, "error": error}));
+    }
+    out.insert("providers".into(), Value::Array(providers));
     out.insert("defaults".into(), Value::Object(defaults));
     out.insert("keys".into(), Value::Object(keys));
     out.insert("feature_not_boolean".into(), features);
