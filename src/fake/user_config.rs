@@ -317,10 +317,24 @@ impl Facts {
                     .filter(of_key)
                     .find(|e| e.given.keys().any(|k| given.contains_key(k)))
             });
-        match probe {
+        let mut out = match probe {
             Some(p) => filled(&p.back, &p.given, given),
-            None => entry.clone(),
+            None => return entry.clone(),
+        };
+        let Some(t) = out.as_object_mut() else {
+            return out;
+        };
+        // A provider reads back as codex's whole struct, every field listed (null or not, as
+        // each probe's read-back shows): a key outside it is one codex does not know, dropped.
+        if key == "model_providers" {
+            t.retain(|k, _| {
+                self.entries
+                    .iter()
+                    .filter(of_key)
+                    .any(|e| e.back.get(k).is_some())
+            });
         }
+        out
     }
 }
 
@@ -625,6 +639,23 @@ pub fn as_loaded(table: &Map<String, Value>) -> Map<String, Value> {
     let mut table = table.clone();
     if table.get("approval_policy") == Some(&json!("on-failure")) {
         table.insert("approval_policy".into(), json!("on-request"));
+    }
+    table
+}
+
+/// The user layer as `config/read` loads it: an MCP server's timeouts are seconds codex loads as
+/// floats, a file's `5` is `5.0` in the layer, its version and the read — while a write's answer
+/// hashes the file as written (`294b` on every version: the two versions differ).
+pub fn as_read(table: &Map<String, Value>) -> Map<String, Value> {
+    let mut table = as_loaded(table);
+    if let Some(Value::Object(servers)) = table.get_mut("mcp_servers") {
+        for server in servers.values_mut().filter_map(Value::as_object_mut) {
+            for key in ["startup_timeout_sec", "tool_timeout_sec"] {
+                if let Some(n) = server.get(key).and_then(Value::as_i64) {
+                    server.insert(key.into(), json!(n as f64));
+                }
+            }
+        }
     }
     table
 }

@@ -43,7 +43,7 @@ impl H<'_> {
         if !self.config_modeled() || project {
             return self.not_modeled("config/read");
         }
-        let table = uc::as_loaded(&self.user_table());
+        let table = uc::as_read(&self.user_table());
         let flags = uc::flags(&self.fake.overrides);
         let config = self
             .fake
