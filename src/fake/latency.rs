@@ -40,6 +40,14 @@ pub fn answer_after(after: Duration) {
     OWN.with(|o| *o.borrow_mut() = Some(after));
 }
 
+/// The table's time for a method's (or a named class's) error, if timed.
+pub fn error_time(name: &str) -> Option<Duration> {
+    TABLE
+        .get(name)
+        .and_then(|(_, e)| *e)
+        .map(Duration::from_micros)
+}
+
 /// A request's handling starts on this thread.
 pub fn begin(id: &Value, method: &str) {
     CURRENT.with(|c| *c.borrow_mut() = Some((id.clone(), method.to_string(), Instant::now())));

@@ -42,6 +42,18 @@ const OWN_TIMING: &[&str] = &[
     "fuzzyFileSearch/sessionStart",
 ];
 
+/// A config write refused by the configuration codex then builds ("Invalid configuration: …",
+/// 6.5–23 ms) is timed apart from the write's other refusals (its key path, its layer, its
+/// version: under 2 ms), under this name (the fake: `handlers::config_rw`).
+const VALIDATION: &str = "config/validation";
+
+fn validation(method: &str, msg: &Value) -> bool {
+    matches!(method, "config/value/write" | "config/batchWrite")
+        && msg["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Invalid configuration:"))
+}
+
 const FLOOR_US: f64 = 500.0;
 const CAP_US: f64 = 50_000.0;
 const MIN_ANSWERS: usize = 3;
@@ -88,8 +100,11 @@ pub fn table(texts: &[String]) -> Value {
                     pending.insert(id, (t, method.to_string()));
                 }
                 (Some("out"), None, Some(id)) => {
-                    if let Some((at, method)) = pending.remove(&id) {
+                    if let Some((at, mut method)) = pending.remove(&id) {
                         let error = msg.get("error").is_some();
+                        if validation(&method, msg) {
+                            method = VALIDATION.into();
+                        }
                         times
                             .entry((method, error))
                             .or_default()
@@ -191,6 +206,32 @@ mod tests {
         ));
         let got = table(&[lines.join("\n")]);
         assert_eq!(got, json!({"thread/list": {"result": 2000}}));
+    }
+
+    #[test]
+    fn a_write_refused_by_the_built_configuration_is_timed_apart() {
+        let mut lines = Vec::new();
+        for k in 0..6 {
+            let t = k as f64;
+            let (ms, message) = if k < 3 {
+                (10.0, "Invalid configuration: invalid type: integer `7`")
+            } else {
+                (1.0, "keyPath must not be empty")
+            };
+            lines.push(line(
+                t,
+                "in",
+                json!({"id": k, "method": "config/value/write"}),
+            ));
+            lines.push(line(
+                t + ms / 1e3,
+                "out",
+                json!({"id": k, "error": {"code": -32600, "message": message}}),
+            ));
+        }
+        let t = table(&[lines.join("\n")]);
+        assert_eq!(t["config/validation"]["error"], json!(10000));
+        assert_eq!(t["config/value/write"]["error"], json!(1000));
     }
 
     #[test]

@@ -144,7 +144,17 @@ impl H<'_> {
             );
             paths.push(segments);
         }
-        self.fake.config_facts.check(&table)?;
+        let checked = self.fake.config_facts.check(&table);
+        // Refused by the configuration codex builds: that takes it longer than the write's
+        // other checks (xtask/src/latency.rs, `VALIDATION`).
+        if let Err(e) = &checked {
+            let built = e.message.starts_with("Invalid configuration:");
+            if let (true, Some(t)) = (built, crate::fake::latency::error_time("config/validation"))
+            {
+                crate::fake::latency::answer_after(t);
+            }
+        }
+        checked?;
         let overridden = uc::overridden(&table, &uc::flags(&self.fake.overrides), &paths);
         // A table with a header of its own that a clear leaves empty keeps it, as one written
         // empty does: read back as `{}` (turn scenario 226 on every version: a value write's
