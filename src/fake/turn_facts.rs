@@ -119,6 +119,9 @@ pub struct TurnFacts {
     /// builder); a tool call keeps its id (turn scenario `293`; later versions show the
     /// stored ids).
     pub resume_renumbers_interrupted_turn: bool,
+    /// The same for a thread with a legacy history (`293b`; 0.168.0 too, which shows a
+    /// paginated thread's stored ids).
+    pub resume_renumbers_interrupted_legacy_turn: bool,
 }
 
 /// A facts file to play turns by instead of the version's own: how `cargo xtask add-version`

@@ -321,7 +321,13 @@ impl H<'_> {
             }
         }
         let mut result = self.resume_response(&thread_id, &info, with_turns);
-        if !newly && self.fake.turn_facts.resume_renumbers_interrupted_turn {
+        let facts = &self.fake.turn_facts;
+        let renumbers = if info["historyMode"] == "legacy" {
+            facts.resume_renumbers_interrupted_legacy_turn
+        } else {
+            facts.resume_renumbers_interrupted_turn
+        };
+        if !newly && renumbers {
             renumber_interrupted_turn(&mut result["thread"]["turns"], &info);
         }
         if params["initialTurnsPage"].is_object() {
