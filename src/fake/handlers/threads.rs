@@ -1786,10 +1786,15 @@ fn renumber_interrupted_turn(turns: &mut Value, info: &Value) {
     if turns.last().is_none_or(|t| t["status"] != "interrupted") {
         return;
     }
+    // A legacy history's: the stored items, with no times as that history has none (0.168.0).
     let stored = info["turns"].as_array().and_then(|t| t.last());
     if let (true, Some(stored)) = (info["historyMode"] == "legacy", stored) {
         if let Some(last) = turns.last_mut() {
             last["items"] = stored["items"].clone();
+            for item in last["items"].as_array_mut().into_iter().flatten() {
+                item["startedAtMs"] = Value::Null;
+                item["completedAtMs"] = Value::Null;
+            }
         }
     }
     let numbered = |i: &Value| {
