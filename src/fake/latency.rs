@@ -40,6 +40,18 @@ pub fn answer_after(after: Duration) {
     OWN.with(|o| *o.borrow_mut() = Some(after));
 }
 
+/// The class a config write refused by the configuration codex then builds is timed under
+/// ("Invalid configuration: …", 6.5–23 ms recorded), apart from the write's other refusals
+/// (its key path, its layer, its version: under 2 ms).
+pub const VALIDATION: &str = "config/validation";
+
+/// Whether an error answer to `method` is of the [`VALIDATION`] class (`xtask latency` times it
+/// so; `handlers::config_rw` answers it so).
+pub fn is_validation(method: &str, message: &str) -> bool {
+    matches!(method, "config/value/write" | "config/batchWrite")
+        && message.starts_with("Invalid configuration:")
+}
+
 /// The table's time for a method's (or a named class's) error, if timed.
 pub fn error_time(name: &str) -> Option<Duration> {
     TABLE

@@ -11,6 +11,7 @@ pub mod defaults;
 mod external_agent;
 mod handlers;
 mod latency;
+pub use latency::{is_validation, VALIDATION};
 mod listen;
 mod mcp;
 mod plugins;

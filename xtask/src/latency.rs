@@ -42,18 +42,6 @@ const OWN_TIMING: &[&str] = &[
     "fuzzyFileSearch/sessionStart",
 ];
 
-/// A config write refused by the configuration codex then builds ("Invalid configuration: …",
-/// 6.5–23 ms) is timed apart from the write's other refusals (its key path, its layer, its
-/// version: under 2 ms), under this name (the fake: `handlers::config_rw`).
-const VALIDATION: &str = "config/validation";
-
-fn validation(method: &str, msg: &Value) -> bool {
-    matches!(method, "config/value/write" | "config/batchWrite")
-        && msg["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("Invalid configuration:"))
-}
-
 const FLOOR_US: f64 = 500.0;
 const CAP_US: f64 = 50_000.0;
 const MIN_ANSWERS: usize = 3;
@@ -102,8 +90,9 @@ pub fn table(texts: &[String]) -> Value {
                 (Some("out"), None, Some(id)) => {
                     if let Some((at, mut method)) = pending.remove(&id) {
                         let error = msg.get("error").is_some();
-                        if validation(&method, msg) {
-                            method = VALIDATION.into();
+                        let message = msg["error"]["message"].as_str().unwrap_or_default();
+                        if error && codex_wire::fake::is_validation(&method, message) {
+                            method = codex_wire::fake::VALIDATION.into();
                         }
                         times
                             .entry((method, error))

@@ -65,12 +65,13 @@ impl H<'_> {
     }
 
     pub(super) fn config_write(&self, id: &Value, p: &Value, batch: bool) -> Result<(), String> {
+        let method = if batch {
+            "config/batchWrite"
+        } else {
+            "config/value/write"
+        };
         if !self.config_modeled() {
-            return self.not_modeled(if batch {
-                "config/batchWrite"
-            } else {
-                "config/value/write"
-            });
+            return self.not_modeled(method);
         }
         let edits: Vec<&Value> = if batch {
             p["edits"]
@@ -80,7 +81,7 @@ impl H<'_> {
         } else {
             vec![p]
         };
-        let written = self.apply_edits(p, &edits);
+        let written = self.apply_edits(method, p, &edits);
         self.config_written(id, written);
         Ok(())
     }
@@ -100,7 +101,7 @@ impl H<'_> {
 
     /// codex's `apply_edits`, in its order: the file, the expected version, each edit's key
     /// path and legacy keys, the whole table's check; then the file is written.
-    fn apply_edits(&self, p: &Value, edits: &[&Value]) -> Result<Value, WriteError> {
+    fn apply_edits(&self, method: &str, p: &Value, edits: &[&Value]) -> Result<Value, WriteError> {
         let user = self.user_file();
         let file = match p["filePath"].as_str() {
             None => user.display().to_string(),
@@ -146,11 +147,13 @@ impl H<'_> {
         }
         let checked = self.fake.config_facts.check(&table);
         // Refused by the configuration codex builds: that takes it longer than the write's
-        // other checks (xtask/src/latency.rs, `VALIDATION`).
+        // other checks (`latency::VALIDATION`).
         if let Err(e) = &checked {
-            let built = e.message.starts_with("Invalid configuration:");
-            if let (true, Some(t)) = (built, crate::fake::latency::error_time("config/validation"))
-            {
+            let built = crate::fake::is_validation(method, &e.message);
+            if let (true, Some(t)) = (
+                built,
+                crate::fake::latency::error_time(crate::fake::VALIDATION),
+            ) {
                 crate::fake::latency::answer_after(t);
             }
         }
